@@ -1,0 +1,116 @@
+// Package coro provides the coroutines weft tasks run on.
+//
+// A Coro is a goroutine driven through iter.Pull, so control moves between
+// it and whoever resumes it by a direct runtime switch (coroswitch), never
+// through the Go scheduler's run queues. A Coro runs jobs one after another:
+// when a job returns, the Coro parks, ready for the next job, which is how
+// weft pools coroutines instead of starting a goroutine per task.
+//
+// Control flow is strictly nested, as iter.Pull requires: Resume switches
+// into the Coro and returns when the job calls Suspend or returns. Whoever
+// called Resume is the only one Suspend can switch back to.
+//
+// A Coro is not safe for concurrent use; its owner serialises every call.
+package coro
+
+import (
+	"iter"
+	"reflect"
+	"runtime"
+)
+
+// A Job is the work a Coro runs. RunJob runs on the Coro's goroutine.
+type Job interface {
+	RunJob()
+}
+
+// Coro is a pooled coroutine. See the package documentation.
+type Coro struct {
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool // set on the Coro's goroutine when it first runs
+	job   Job                 // the job running now; nil between jobs
+	g     uintptr             // the Coro's goroutine; 0 until it first runs
+}
+
+// New returns a Coro whose goroutine starts on the first Start.
+func New() *Coro {
+	c := &Coro{}
+	c.next, c.stop = iter.Pull(c.body)
+	return c
+}
+
+func (c *Coro) body(yield func(struct{}) bool) {
+	c.yield = yield
+	c.g = Getg()
+	for c.job != nil {
+		c.job.RunJob()
+		c.job = nil
+		if !yield(struct{}{}) {
+			return
+		}
+	}
+}
+
+// Start runs j on the Coro until j suspends or returns, and reports whether
+// it returned. The Coro must be idle (no job).
+func (c *Coro) Start(j Job) (done bool) {
+	if c.job != nil {
+		panic("weft: internal error: coroutine started while busy")
+	}
+	c.job = j
+	c.next()
+	return c.job == nil
+}
+
+// Resume continues a suspended job until it suspends again or returns, and
+// reports whether it returned.
+func (c *Coro) Resume() (done bool) {
+	c.next()
+	return c.job == nil
+}
+
+// Suspend switches back to whoever last called Start or Resume. It must be
+// called by the job, on the Coro's goroutine. It returns false if the Coro
+// was closed meanwhile: the job must then unwind without suspending again.
+func (c *Coro) Suspend() bool {
+	return c.yield(struct{}{})
+}
+
+// Busy reports whether a job is running or suspended on the Coro.
+func (c *Coro) Busy() bool { return c.job != nil }
+
+// G identifies the Coro's goroutine (see Getg); 0 before its first Start.
+func (c *Coro) G() uintptr { return c.g }
+
+// Close ends the Coro's goroutine. An idle Coro simply exits. A Coro with a
+// suspended job has Suspend return false inside that job, which must then
+// return; Close returns once it has.
+func (c *Coro) Close() {
+	c.stop()
+}
+
+// Running reports whether the calling goroutine is a Coro's: whether the
+// caller runs inside a job. It inspects the stack, so it is slow (about a
+// microsecond); it serves checks such as refusing a nested Run.
+func Running() bool {
+	var pcs [64]uintptr
+	for skip := 1; ; skip += len(pcs) {
+		n := runtime.Callers(skip, pcs[:])
+		frames := runtime.CallersFrames(pcs[:n])
+		for {
+			fr, more := frames.Next()
+			if fr.Function == bodyName {
+				return true
+			}
+			if !more {
+				break
+			}
+		}
+		if n < len(pcs) {
+			return false
+		}
+	}
+}
+
+var bodyName = runtime.FuncForPC(reflect.ValueOf((*Coro).body).Pointer()).Name()

@@ -1,0 +1,87 @@
+package coro
+
+import (
+	"runtime"
+	"testing"
+)
+
+type countJob struct {
+	c     *Coro
+	steps int
+	seen  []int
+}
+
+func (j *countJob) RunJob() {
+	for i := 0; i < j.steps; i++ {
+		j.seen = append(j.seen, i)
+		if !j.c.Suspend() {
+			return
+		}
+	}
+}
+
+func TestCoroRunsJobsInTurnAndIsReused(t *testing.T) {
+	c := New()
+	defer c.Close()
+	for round := 0; round < 3; round++ {
+		j := &countJob{c: c, steps: 2}
+		if c.Start(j) {
+			t.Fatal("job finished before its first suspension")
+		}
+		if c.Resume() {
+			t.Fatal("job finished before its second suspension")
+		}
+		if !c.Resume() {
+			t.Fatal("job did not finish")
+		}
+		if len(j.seen) != 2 || c.Busy() {
+			t.Fatalf("round %d: seen %v busy %v", round, j.seen, c.Busy())
+		}
+	}
+}
+
+type gJob struct {
+	c *Coro
+	g uintptr
+}
+
+func (j *gJob) RunJob() { j.g = Getg() }
+
+func TestGetgIdentifiesTheCoroutineGoroutine(t *testing.T) {
+	if !HaveGetg {
+		t.Skip("no goroutine identifier on " + runtime.GOARCH)
+	}
+	c := New()
+	defer c.Close()
+	j := &gJob{c: c}
+	c.Start(j)
+	if j.g == 0 || j.g != c.G() || j.g == Getg() {
+		t.Fatalf("coroutine g %x, recorded %x, caller %x", j.g, c.G(), Getg())
+	}
+}
+
+func TestCloseUnwindsSuspendedJob(t *testing.T) {
+	c := New()
+	j := &countJob{c: c, steps: 10}
+	c.Start(j)
+	c.Close()
+	if len(j.seen) != 1 {
+		t.Fatalf("job kept running after Close: %v", j.seen)
+	}
+}
+
+func BenchmarkResumeSuspend(b *testing.B) {
+	c := New()
+	defer c.Close()
+	c.Start(&loopJob{c: c})
+	for b.Loop() {
+		c.Resume()
+	}
+}
+
+type loopJob struct{ c *Coro }
+
+func (j *loopJob) RunJob() {
+	for j.c.Suspend() {
+	}
+}

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package poller
+
+func newDefault() (Poller, error) { return newPoll() }

@@ -1,0 +1,5 @@
+//go:build !weft_portable
+
+package poller
+
+const buildPortable = false

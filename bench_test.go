@@ -1,0 +1,21 @@
+package weft_test
+
+import (
+	"testing"
+
+	"github.com/weft-go/weft/internal/benchmarks"
+)
+
+// Each weft benchmark sits beside its Go-native twin; `weft bench` prints
+// them side by side with the ratios.
+
+func BenchmarkSpawnAwait(b *testing.B)         { benchmarks.SpawnAwait(b) }
+func BenchmarkGoroutineSpawnJoin(b *testing.B) { benchmarks.GoroutineSpawnJoin(b) }
+
+func BenchmarkYieldPingPong(b *testing.B)   { benchmarks.YieldPingPong(b) }
+func BenchmarkChannelPingPong(b *testing.B) { benchmarks.ChannelPingPong(b) }
+
+func BenchmarkSleepingTaskMemory(b *testing.B)    { benchmarks.SleepingTaskMemory(b) }
+func BenchmarkParkedGoroutineMemory(b *testing.B) { benchmarks.ParkedGoroutineMemory(b) }
+
+func BenchmarkManySleeps(b *testing.B) { benchmarks.ManySleeps(b) }

@@ -1,0 +1,13 @@
+//go:build !amd64
+
+package weft
+
+import "runtime"
+
+// callerPC returns the PC at which the function calling callerPC was
+// called. This portable version walks the stack with runtime.Callers.
+func callerPC() uintptr {
+	var pc [1]uintptr
+	runtime.Callers(3, pc[:])
+	return pc[0]
+}

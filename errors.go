@@ -1,0 +1,131 @@
+package weft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// PanicError is the error of a task that panicked. Await (and Run, for a
+// failure nobody awaited) returns it in place of the task's result. The
+// loop recovers the panic and carries on.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack, as runtime/debug.Stack prints it
+}
+
+func newPanicError(v any) *PanicError {
+	return &PanicError{Value: v, Stack: debug.Stack()}
+}
+
+// Error returns the panic value and the stack of the panic.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("weft: task panicked: %v\n\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value if it is an error, so that errors.Is and
+// errors.As see through a panic(err).
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// DeadlockError is what Run returns when tasks wait on promises that
+// nothing can ever settle: no task is runnable, and no timer, fd wait or
+// off-loop work remains that could wake one.
+//
+// If main is among the blocked tasks, Run returns the DeadlockError in place
+// of main's result. If main has finished, Run returns main's result with
+// the DeadlockError joined to its error. Either way the blocked tasks are
+// then unwound: their pending wait returns the DeadlockError (as does any
+// promise wait they start afterwards), so that their deferred calls run and
+// Run leaves no goroutine behind.
+type DeadlockError struct {
+	// MainBlocked reports whether main is one of the blocked tasks.
+	MainBlocked bool
+	// Blocked lists the blocked tasks, in the order they were started.
+	Blocked []BlockedTask
+}
+
+// BlockedTask describes a task found waiting in a deadlock.
+type BlockedTask struct {
+	Name    string // "main" or "task N", N counting spawns from 1 (main)
+	Func    string // the function the task runs
+	Started string // file:line where it was started (Go, First, Group.Go); "Run" for main
+	Op      string // what it waits in: "Await", "All", "Race", ...
+	Waiting string // file:line of that call in the task's code
+}
+
+// Error starts with "weft: deadlock: " and lists every blocked task on a
+// line of its own.
+func (e *DeadlockError) Error() string {
+	var b strings.Builder
+	if e.MainBlocked {
+		b.WriteString("weft: deadlock: main is waiting on a promise nothing can resolve")
+	} else {
+		fmt.Fprintf(&b, "weft: deadlock: main returned, but %d task(s) wait on promises nothing can resolve", len(e.Blocked))
+	}
+	for _, t := range e.Blocked {
+		fmt.Fprintf(&b, "\n\t%s %s, started at %s, waiting in %s at %s", t.Name, t.Func, t.Started, t.Op, t.Waiting)
+	}
+	return b.String()
+}
+
+var (
+	// ErrNestedRun is returned by Run when it is called from inside a task:
+	// a task must not block its loop by running another one. Start a child
+	// with Go instead.
+	ErrNestedRun = errors.New("weft: Run called from inside a task; use Go to start a child task")
+
+	errAborted = errors.New("weft: Run is unwinding after runtime.Goexit in a task")
+	errGoexit  = errors.New("weft: task called runtime.Goexit")
+)
+
+func (l *loop) isDeadlockErr(err error) bool {
+	if l.deadlock == nil {
+		return errors.Is(err, errAborted)
+	}
+	var d *DeadlockError
+	return (errors.As(err, &d) && d == l.deadlock) || errors.Is(err, errAborted)
+}
+
+// isDeadline reports whether a cancellation cause is a deadline.
+func isDeadline(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+func funcPC(f any) uintptr { return reflect.ValueOf(f).Pointer() }
+
+// pcSite renders a call-site PC (a return address) as file:line.
+func pcSite(pc uintptr) string {
+	if pc == 0 {
+		return "?"
+	}
+	fr, _ := runtime.CallersFrames([]uintptr{pc}).Next()
+	return fmt.Sprintf("%s:%d", fr.File, fr.Line)
+}
+
+// userSite returns file:line of the first frame in pcs that is not inside
+// weft itself (nor the runtime): where the user's code made the call.
+func userSite(pcs []uintptr) string {
+	frames := runtime.CallersFrames(pcs)
+	for {
+		fr, more := frames.Next()
+		if fr.PC != 0 && !isInternalFunc(fr.Function) {
+			return fmt.Sprintf("%s:%d", fr.File, fr.Line)
+		}
+		if !more {
+			return "?"
+		}
+	}
+}
+
+func isInternalFunc(name string) bool {
+	return strings.HasPrefix(name, "github.com/weft-go/weft.") ||
+		strings.HasPrefix(name, "github.com/weft-go/weft/internal/") ||
+		strings.HasPrefix(name, "runtime.")
+}

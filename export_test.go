@@ -1,0 +1,23 @@
+package weft
+
+import "github.com/weft-go/weft/internal/poller"
+
+// WithPortableBackend forces the portable poll(2) backend (for tests that
+// run against both backends).
+func WithPortableBackend() Option {
+	return func(o *options) { o.backend = poller.Portable }
+}
+
+// BackendName reports the poller backend a Run with opts uses.
+func BackendName(opts ...Option) string {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p, err := poller.New(o.backend)
+	if err != nil {
+		return err.Error()
+	}
+	defer p.Close()
+	return p.Caps().Name
+}

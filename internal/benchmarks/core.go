@@ -1,0 +1,175 @@
+// Package benchmarks holds weft's benchmarks, each beside its Go-native
+// twin, so that `go test -bench` (see bench_test.go at the module root) and
+// `weft bench` run the same code.
+package benchmarks
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// Pair is a weft benchmark and its Go-native twin.
+type Pair struct {
+	Name     string
+	Weft, Go func(b *testing.B)
+	WeftDoc  string
+	GoDoc    string
+	Goal     string // the bound the issue sets, for the report
+}
+
+// Core lists the core runtime's timing benchmarks.
+var Core = []Pair{
+	{"spawn+await", SpawnAwait, GoroutineSpawnJoin, "Go + Await of a trivial task", "go statement + channel receive", "<= 0.5x, goal 0.25x"},
+	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.5x, goal 0.25x"},
+}
+
+// SpawnAwait spawns a trivial task and awaits it, b.N times.
+func SpawnAwait(b *testing.B) {
+	weft.Run(func(t *weft.Task) (int, error) {
+		f := func(*weft.Task) (int, error) { return 1, nil }
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			weft.Go(t, f).Await(t)
+		}
+		return 0, nil
+	})
+}
+
+// GoroutineSpawnJoin starts a goroutine and waits for its result on a
+// channel, b.N times.
+func GoroutineSpawnJoin(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		ch := make(chan int, 1)
+		go func() { ch <- 1 }()
+		<-ch
+	}
+}
+
+// YieldPingPong has two tasks yield to each other b.N times: each round trip
+// is two task switches.
+func YieldPingPong(b *testing.B) {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		player := func(t *weft.Task) (struct{}, error) {
+			for i := 0; i < b.N; i++ {
+				t.Yield()
+			}
+			return struct{}{}, nil
+		}
+		b.ResetTimer()
+		x, y := weft.Go(t, player), weft.Go(t, player)
+		weft.All(t, x, y)
+		return struct{}{}, nil
+	})
+}
+
+// ChannelPingPong passes a value between two goroutines over unbuffered
+// channels b.N times and back.
+func ChannelPingPong(b *testing.B) {
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+		close(pong)
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ping <- i
+		<-pong
+	}
+	close(ping)
+	<-pong
+}
+
+// MemTasks is how many suspended tasks (or goroutines) the memory
+// measurements hold at once.
+const MemTasks = 100_000
+
+func heapAndStacks() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc + m.StackInuse
+}
+
+// SleepingTaskBytes returns the heap and stack memory per task while
+// MemTasks tasks are suspended in Sleep. Measure it in a fresh process:
+// the runtime reuses the records of goroutines that have ended, so a second
+// measurement in the same process reads low.
+func SleepingTaskBytes() float64 {
+	var perTask float64
+	before := heapAndStacks()
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		for j := 0; j < MemTasks; j++ {
+			weft.Go(t, func(t *weft.Task) (struct{}, error) {
+				return struct{}{}, t.Sleep(time.Second)
+			})
+		}
+		perTask = float64(heapAndStacks()-before) / MemTasks
+		return struct{}{}, nil
+	}, weft.WithVirtualTime(time.Unix(0, 0)))
+	return perTask
+}
+
+// ParkedGoroutineBytes returns the heap and stack memory per goroutine
+// while MemTasks goroutines are blocked on a channel receive. Like
+// SleepingTaskBytes, measure it in a fresh process.
+func ParkedGoroutineBytes() float64 {
+	before := heapAndStacks()
+	release := make(chan struct{})
+	done := make(chan struct{}, MemTasks)
+	for j := 0; j < MemTasks; j++ {
+		go func() { <-release; done <- struct{}{} }()
+	}
+	perG := float64(heapAndStacks()-before) / MemTasks
+	close(release)
+	for j := 0; j < MemTasks; j++ {
+		<-done
+	}
+	return perG
+}
+
+// memoryBenchmark reports the first measurement only: later ones in the
+// same process read low (see SleepingTaskBytes). Run with -benchtime=1x.
+func memoryBenchmark(b *testing.B, measure func() float64) {
+	first := measure()
+	for i := 1; i < b.N; i++ {
+		measure()
+	}
+	b.ReportMetric(first, "B/task")
+}
+
+// SleepingTaskMemory is SleepingTaskBytes as a benchmark.
+func SleepingTaskMemory(b *testing.B) { memoryBenchmark(b, SleepingTaskBytes) }
+
+// ParkedGoroutineMemory is ParkedGoroutineBytes as a benchmark.
+func ParkedGoroutineMemory(b *testing.B) { memoryBenchmark(b, ParkedGoroutineBytes) }
+
+// ManySleepsLate runs MemTasks tasks sleeping 0 to 50 ms and returns how
+// long after the longest sleep (50 ms) the run ended.
+func ManySleepsLate() time.Duration {
+	start := time.Now()
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		for j := 0; j < MemTasks; j++ {
+			d := time.Duration(j%51) * time.Millisecond
+			weft.Go(t, func(t *weft.Task) (struct{}, error) { return struct{}{}, t.Sleep(d) })
+		}
+		return struct{}{}, nil
+	})
+	return time.Since(start) - 50*time.Millisecond
+}
+
+// ManySleeps is ManySleepsLate as a benchmark, reporting the worst run.
+func ManySleeps(b *testing.B) {
+	var late time.Duration
+	for i := 0; i < b.N; i++ {
+		late = max(late, ManySleepsLate())
+	}
+	b.ReportMetric(float64(late.Milliseconds()), "ms-after-longest")
+}

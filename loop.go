@@ -1,0 +1,369 @@
+package weft
+
+// The loop.
+//
+// A loop runs the tasks of one Run, one at a time. Its state is loop-owned:
+// it is read and written only by the goroutine that runs the loop at that
+// moment, which is either the goroutine that called Run or the coroutine of
+// one of the loop's tasks (see "Handing over" below). Control passes between
+// those goroutines only by coroutine switches, which order memory like a
+// channel handoff, so loop-owned state needs no locks. The exceptions are
+// marked "shared" and are guarded as their comments say.
+//
+// Invariants:
+//
+//  1. At most one task runs at a time: l.current.
+//  2. A task is in exactly one of these states: new (not yet started),
+//     runnable (in a run queue, exactly once), running, waiting (registered
+//     with exactly one wait source: a promise, several promises, the timer
+//     heap, the fd table, off-loop work) or done.
+//  3. The run queue is FIFO. Go queues the child, then the parent; Yield
+//     queues the task at the back; an event makes a waiting task runnable at
+//     the back.
+//  4. A task is woken once per wait: each wait has a generation number, and a
+//     wake that names an older generation is dropped.
+//  5. Run returns when no task is left and no off-loop work is pending. When
+//     tasks are left but none is runnable and no timer, fd wait or off-loop
+//     work can wake one, that is a deadlock (see deadlock.go).
+//
+// Handing over. Switching through the loop's own goroutine on every task
+// switch would double the number of switches (task → loop → task). So a task
+// that suspends while it is still runnable (Yield, Go) and was resumed by the
+// loop goroutine becomes the driver: it runs the scheduler itself, resuming
+// the next tasks as nested coroutines until its own turn comes, at which
+// point it simply returns. A nested task always switches back to the task
+// that resumed it. A task that blocks (it is not runnable) goes back to the
+// loop goroutine, so that the next task picked runs at depth one and can
+// itself drive. Nesting is thus never deeper than loop → driver → task, and
+// two tasks that hand the loop back and forth switch directly.
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weft-go/weft/internal/clock"
+	"github.com/weft-go/weft/internal/coro"
+	"github.com/weft-go/weft/internal/poller"
+)
+
+// pollEvery is how many task resumptions may pass between two checks of the
+// kernel and the timer heap while tasks are always runnable (Tokio uses 61).
+const pollEvery = 61
+
+// maxIdleCoros bounds the coroutines a loop keeps for reuse.
+const maxIdleCoros = 1024
+
+type loop struct {
+	runq    queue[*Task] // runnable tasks, FIFO
+	current *Task        // the running task, nil while the scheduler runs
+	root    Task         // sentinel parent of main: every live task descends from it
+	main    *Task
+	live    int // tasks started and not done
+
+	clock  clock.Clock
+	timers timerHeap
+	poller poller.Poller
+	caps   poller.Caps
+	events []poller.Event
+	fds    fdTable
+	ticks  int // resumptions since the last poll
+
+	// external counts off-loop operations in flight (Offload calls and the
+	// helper goroutines of the portable I/O layer). Each posts its completion
+	// to the inbox; while any is pending the loop sleeps instead of
+	// declaring a deadlock.
+	external int
+
+	idle     []*coro.Coro // finished coroutines kept for reuse
+	failures []*Task      // tasks that failed, in the order they finished
+	ids      uint32       // last task id given out
+
+	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
+	aborted  bool           // Run is unwinding after a Goexit in a task
+
+	ctx  context.Context // values for every task's Context
+	opts options
+
+	// Shared: the inbox receives work from other goroutines (wakes of
+	// promises settled elsewhere, off-loop completions, cancellations).
+	inboxMu  sync.Mutex
+	inbox    []func() // guarded by inboxMu
+	spare    []func() // loop-owned: the previous inbox slice, for reuse
+	closed   bool     // guarded by inboxMu: no more posts are accepted
+	inboxLen atomic.Int32
+	sleeping atomic.Bool // the loop is (about to be) blocked in the kernel
+}
+
+func newLoop(o options) (*loop, error) {
+	p, err := poller.New(o.backend)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{poller: p, caps: p.Caps(), opts: o, ctx: o.ctx}
+	if l.ctx == nil {
+		l.ctx = context.Background()
+	}
+	l.clock = o.clock
+	if l.clock == nil {
+		l.clock = clock.NewReal()
+	}
+	l.root.loop = l
+	l.root.state = stateRunning
+	return l, nil
+}
+
+// post queues fn to run on the loop and wakes the loop if it sleeps. Any
+// goroutine may call it. It reports false if the loop has ended, in which
+// case fn will never run.
+func (l *loop) post(fn func()) bool {
+	l.inboxMu.Lock()
+	if l.closed {
+		l.inboxMu.Unlock()
+		return false
+	}
+	l.inbox = append(l.inbox, fn)
+	l.inboxLen.Store(int32(len(l.inbox)))
+	l.inboxMu.Unlock()
+	// Pairs with block: either we see sleeping and wake the poller, or the
+	// loop sees inboxLen > 0 before it sleeps.
+	if l.sleeping.Load() {
+		l.poller.Wake()
+	}
+	return true
+}
+
+func (l *loop) drainInbox() {
+	l.inboxMu.Lock()
+	batch := l.inbox
+	l.inbox = l.spare[:0]
+	l.inboxLen.Store(0)
+	l.inboxMu.Unlock()
+	for i, fn := range batch {
+		batch[i] = nil
+		fn()
+	}
+	l.spare = batch[:0]
+}
+
+// ready makes t runnable at the back of the run queue.
+func (l *loop) ready(t *Task) {
+	t.state = stateRunnable
+	t.waitKind = waitNone
+	l.runq.push(t)
+}
+
+// pick returns the next task to run, or nil if none is runnable. Every so
+// often it also collects due timers and ready fds without blocking, so that
+// tasks that keep the loop busy cannot starve the ones waiting for events.
+func (l *loop) pick() *Task {
+	if l.inboxLen.Load() != 0 {
+		l.drainInbox()
+	}
+	if l.ticks++; l.ticks >= pollEvery {
+		l.ticks = 0
+		l.pollNow()
+	}
+	t, ok := l.runq.pop()
+	if !ok {
+		return nil
+	}
+	return t
+}
+
+// pollNow collects ready fds and due timers without blocking.
+func (l *loop) pollNow() {
+	if l.fds.waiting > 0 {
+		l.pollKernel(0)
+	}
+	if l.timers.len() > 0 {
+		l.fireTimers()
+	}
+}
+
+// resume runs t until it suspends or finishes. nested says that the caller
+// is a driving task rather than the loop goroutine.
+func (l *loop) resume(t *Task, nested bool) {
+	t.nested = nested
+	t.state = stateRunning
+	l.current = t
+	var done bool
+	if t.co == nil {
+		t.co = l.coroutine()
+		done = t.co.Start(t.job)
+	} else {
+		done = t.co.Resume()
+	}
+	l.current = nil
+	if done {
+		l.recycle(t)
+	}
+}
+
+// suspend gives up the loop on behalf of the running task t, whose state is
+// already runnable (queued) or waiting. It returns when t is resumed.
+func (l *loop) suspend(t *Task) {
+	if t.state == stateRunnable && !t.nested {
+		// Drive: run the others until it is t's turn again.
+		for {
+			next := l.pick()
+			if next == t {
+				break
+			}
+			l.resume(next, true)
+		}
+		t.state = stateRunning
+		l.current = t
+		return
+	}
+	l.current = nil
+	if !t.co.Suspend() {
+		// The coroutine was closed under us: Run is unwinding after a
+		// Goexit. Every wait from now on fails at once.
+		t.state = stateRunning
+		t.extra().wakeErr = errAborted
+	}
+}
+
+func (l *loop) coroutine() *coro.Coro {
+	if n := len(l.idle); n > 0 {
+		c := l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+		return c
+	}
+	return coro.New()
+}
+
+// recycle returns the coroutine of the finished task t to the pool.
+func (l *loop) recycle(t *Task) {
+	c := t.co
+	t.co = nil
+	if len(l.idle) < maxIdleCoros && !l.aborted {
+		l.idle = append(l.idle, c)
+	} else {
+		c.Close()
+	}
+}
+
+// run is the loop goroutine's scheduler. It returns when nothing is left.
+func (l *loop) run() {
+	for {
+		if t := l.pick(); t != nil {
+			l.resume(t, false)
+			continue
+		}
+		if l.live == 0 && l.external == 0 {
+			return
+		}
+		if l.inboxLen.Load() != 0 {
+			continue
+		}
+		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 {
+			l.onDeadlock()
+			continue
+		}
+		l.block()
+	}
+}
+
+// block sleeps in the kernel until an fd is ready, the next timer is due or
+// another goroutine posts to the inbox. With a virtual clock and nothing
+// outside the loop to wait for, it jumps to the next deadline instead.
+func (l *loop) block() {
+	timeout := int64(-1)
+	if next := l.timers.peek(); next != nil {
+		timeout = max(0, next.when-l.clock.Nanotime())
+		if l.clock.Virtual() {
+			if l.fds.waiting == 0 && l.external == 0 {
+				l.clock.AdvanceTo(next.when)
+				l.fireTimers()
+				return
+			}
+			timeout = -1 // virtual deadlines pass only when nothing else can happen
+		}
+	}
+	l.sleeping.Store(true)
+	if l.inboxLen.Load() != 0 {
+		timeout = 0
+	}
+	l.pollKernel(timeout)
+	l.sleeping.Store(false)
+	if l.timers.len() > 0 {
+		l.fireTimers()
+	}
+}
+
+// fireTimers wakes the tasks whose sleeps are due and runs due callbacks.
+func (l *loop) fireTimers() {
+	now := l.clock.Nanotime()
+	for {
+		tm := l.timers.peek()
+		if tm == nil || tm.when > now {
+			return
+		}
+		l.timers.remove(tm)
+		if tm.task != nil {
+			if tm.task.state == stateWaiting && tm.task.waitKind == waitTimer {
+				l.ready(tm.task)
+			}
+		} else {
+			tm.fn()
+		}
+	}
+}
+
+// addTimer schedules fn to run on the loop after d nanoseconds.
+func (l *loop) addTimer(d int64, fn func()) *timer {
+	tm := &timer{when: l.deadline(d), fn: fn}
+	l.timers.push(tm)
+	return tm
+}
+
+// deadline returns now+d on the loop clock, saturating instead of wrapping.
+func (l *loop) deadline(d int64) int64 {
+	now := l.clock.Nanotime()
+	if d > (1<<63-1)-now {
+		return 1<<63 - 1
+	}
+	return now + d
+}
+
+// interrupt wakes the waiting task t with err, withdrawing it from whatever
+// it waits on. It does nothing to a task that is not waiting.
+func (l *loop) interrupt(t *Task, err error) {
+	if t.state != stateWaiting {
+		return
+	}
+	switch t.waitKind {
+	case waitPromise:
+		t.x.w.single.retire()
+	case waitMulti:
+		for _, w := range t.x.w.multi {
+			w.retire()
+		}
+	case waitTimer:
+		l.timers.remove(&t.x.timer)
+	case waitFD:
+		l.fds.remove(l, t)
+	case waitExternal:
+		// The off-loop work runs on; its completion finds the generation
+		// changed and is dropped (Run still waits for it).
+	}
+	t.waitGen++
+	t.extra().wakeErr = err
+	l.ready(t)
+}
+
+// close ends the loop: no more posts, coroutines and poller released.
+func (l *loop) close() {
+	l.inboxMu.Lock()
+	l.closed = true
+	l.inbox = nil
+	l.inboxMu.Unlock()
+	for _, c := range l.idle {
+		c.Close()
+	}
+	l.idle = nil
+	l.poller.Close()
+}

@@ -1,0 +1,342 @@
+package weft
+
+// Promises.
+//
+// A promise is pending until it is settled, once, with a value and an error.
+// Its waiters are tasks suspended in Await, All or Race. Settling hands each
+// waiter to its loop: directly when the settler runs on that loop, through
+// the loop's inbox otherwise (the settle function of NewPromise may be
+// called from any goroutine). A promise is not tied to a loop; tasks of two
+// Runs may wait on the same one.
+//
+// Locking: the state word holds the promise's phase, a lock bit that
+// guards the waiter list (and each waiter's links and generation), and two
+// flags. Settling a promise that nobody waits on is one CAS and takes no
+// lock. The value and error are written between claiming the promise and
+// publishing its final phase, and never change after.
+//
+// State word:
+//
+//	bits 0-1  phase: pending, claimed (a settler is writing the result),
+//	          fulfilled, rejected. Only pending -> claimed -> final.
+//	bit  2    waiters: a waiter has registered at some point; settlers must
+//	          take the lock and wake the list. Never cleared.
+//	bit  3    locked: the waiter list is being changed.
+//	bit  4    handled: a failure was returned to someone (Await, All, Race).
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+const (
+	pending   uint32 = 0
+	claimed   uint32 = 1
+	fulfilled uint32 = 2
+	rejected  uint32 = 3
+	phaseMask uint32 = 3
+
+	hasWaiters  uint32 = 1 << 2
+	lockedBit   uint32 = 1 << 3
+	handledFlag uint32 = 1 << 4
+)
+
+// Promise is the eventual result of a task (see Go) or of an operation
+// settled by hand (see NewPromise): a value of type T and an error.
+type Promise[T any] struct {
+	p   promise
+	val T
+}
+
+type promise struct {
+	state      atomic.Uint32
+	err        error
+	head, tail *waiter // guarded by lockedBit
+	task       *Task   // the task whose result this is; nil for NewPromise
+}
+
+func (p *promise) phase() uint32 { return p.state.Load() & phaseMask }
+func (p *promise) settled() bool { return p.phase() >= fulfilled }
+func (p *promise) handled() bool { return p.state.Load()&handledFlag != 0 }
+func (p *promise) markHandled()  { p.state.Or(handledFlag) }
+
+// lock takes the waiter-list lock. It is held for a few instructions, so
+// contention (a settle racing a registration from another goroutine) is
+// rare and brief; it spins, yielding the processor.
+func (p *promise) lock() uint32 {
+	for {
+		s := p.state.Load()
+		if s&lockedBit == 0 && p.state.CompareAndSwap(s, s|lockedBit) {
+			return s | lockedBit
+		}
+		runtime.Gosched()
+	}
+}
+
+func (p *promise) unlock() { p.state.And(^lockedBit) }
+
+// waiter is one registration of a waiting task on a promise.
+type waiter struct {
+	task       *Task
+	on         *promise // the promise registered with, if any (loop-owned)
+	prev, next *waiter  // guarded by on.mu
+	linked     bool     // guarded by on.mu
+	gen        uint32   // registration generation; written under on.mu
+	index      int      // multi-waits: the promise's position in the call
+}
+
+// waitState is what a task needs only when it waits on promises.
+type waitState struct {
+	single    waiter
+	multi     []*waiter  // a multi-wait's registrations
+	firedList []*waiter  // ... and those whose promise settled, in that order
+	op        string     // the operation waiting, for deadlock reports
+	pcs       [8]uintptr // the stack of the wait, for deadlock reports
+}
+
+// fire records that the promise of the multi-wait registration w settled.
+func (ws *waitState) fire(w *waiter) {
+	ws.firedList = append(ws.firedList, w)
+}
+
+func (t *Task) waitState() *waitState {
+	x := t.extra()
+	if x.w == nil {
+		x.w = &waitState{}
+		x.w.single.task = t
+	}
+	return x.w
+}
+
+// register links w to p unless p has settled; it reports whether it did.
+func (p *promise) register(w *waiter) bool {
+	s := p.lock()
+	switch s & phaseMask {
+	case pending:
+		if s&hasWaiters == 0 {
+			p.state.Or(hasWaiters)
+		}
+	case claimed:
+		// A settler that saw no waiter is writing the result; it takes a few
+		// nanoseconds. Wait for it rather than register on a list it will
+		// not look at.
+		p.unlock()
+		for p.phase() == claimed {
+			runtime.Gosched()
+		}
+		return false
+	default:
+		p.unlock()
+		return false
+	}
+	w.gen++
+	w.on = p
+	w.linked = true
+	w.prev, w.next = p.tail, nil
+	if p.tail != nil {
+		p.tail.next = w
+	} else {
+		p.head = w
+	}
+	p.tail = w
+	p.unlock()
+	return true
+}
+
+// retire withdraws w from its promise, and invalidates any wake already on
+// its way (from a settle that took w off the list first).
+func (w *waiter) retire() {
+	p := w.on
+	if p == nil {
+		return
+	}
+	p.lock()
+	if w.linked {
+		p.unlink(w)
+	}
+	w.gen++
+	p.unlock()
+	w.on = nil
+}
+
+func (p *promise) unlink(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		p.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		p.tail = w.prev
+	}
+	w.prev, w.next, w.linked = nil, nil, false
+}
+
+type wake struct {
+	w   *waiter
+	gen uint32
+}
+
+// settle resolves p once; from is the loop the caller runs on (nil when
+// unknown). It reports whether this call settled p.
+func (p *Promise[T]) settle(v T, err error, from *loop) bool {
+	c := &p.p
+	final := fulfilled
+	if err != nil {
+		final = rejected
+	}
+	for {
+		s := c.state.Load()
+		if s&phaseMask != pending {
+			return false
+		}
+		if s&(hasWaiters|lockedBit) != 0 {
+			return p.settleWaiters(v, err, final, from)
+		}
+		if c.state.CompareAndSwap(s, s|claimed) {
+			break
+		}
+	}
+	// Claimed with no waiter: a registration now waits for the final phase.
+	p.val, c.err = v, err
+	c.state.Store(final)
+	return true
+}
+
+// settleWaiters settles a promise that has (or had) waiters, and wakes them.
+func (p *Promise[T]) settleWaiters(v T, err error, final uint32, from *loop) bool {
+	c := &p.p
+	s := c.lock()
+	if s&phaseMask != pending {
+		c.unlock()
+		return false
+	}
+	p.val, c.err = v, err
+	var buf [4]wake
+	wakes := buf[:0]
+	for w := c.head; w != nil; {
+		next := w.next
+		wakes = append(wakes, wake{w, w.gen})
+		w.prev, w.next, w.linked = nil, nil, false
+		w = next
+	}
+	c.head, c.tail = nil, nil
+	// Publish the result and release the lock in one store.
+	c.state.Store(s&^(phaseMask|lockedBit) | final)
+	for _, wk := range wakes {
+		l := wk.w.task.loop
+		if l == from {
+			l.notify(wk.w, wk.gen)
+		} else {
+			w, gen := wk.w, wk.gen
+			l.post(func() { l.notify(w, gen) })
+		}
+	}
+	return true
+}
+
+// notify tells the task behind w, on its loop, that w's promise settled.
+func (l *loop) notify(w *waiter, gen uint32) {
+	if w.gen != gen {
+		return // the wait was withdrawn; this wake is stale
+	}
+	t := w.task
+	w.on = nil
+	if ws := t.x.w; w != &ws.single {
+		// One of several promises a multi-wait registered with: record the
+		// completion order even if the task is already awake.
+		ws.fire(w)
+		if t.state == stateWaiting && t.waitKind == waitMulti {
+			l.ready(t)
+		}
+		return
+	}
+	if t.state == stateWaiting && t.waitKind == waitPromise {
+		l.ready(t)
+	}
+}
+
+// NewPromise returns a pending promise and the function that settles it.
+// The settle function may be called from any goroutine, any number of
+// times: the first call settles the promise and returns true, later calls
+// change nothing and return false.
+//
+// A pending promise does not keep Run alive: if every task waits on
+// promises that nothing on the loop can settle, Run reports a deadlock.
+// Work that will settle a promise from outside the loop should run in
+// Offload, which keeps Run alive while it runs.
+func NewPromise[T any]() (*Promise[T], func(v T, err error) bool) {
+	p := &Promise[T]{}
+	return p, func(v T, err error) bool { return p.settle(v, err, nil) }
+}
+
+// Settled reports whether the promise has settled. It may be called from
+// any goroutine.
+func (p *Promise[T]) Settled() bool { return p.p.settled() }
+
+// Await returns the promise's value and error, suspending the task until
+// the promise settles.
+//
+// Awaiting a promise that has already settled returns at once and does not
+// give up the loop: unlike JavaScript's await, it is not a scheduling point.
+// (A task that keeps finding results ready is still made to yield after a
+// while; see the package documentation on fairness.)
+//
+// Await is a cancellation point while it waits: if the task is cancelled,
+// Await returns the cause (an error matching context.Canceled) and the
+// promise is left as it is.
+func (p *Promise[T]) Await(t *Task) (T, error) {
+	t.check("Await")
+	if !p.p.settled() {
+		if err := t.awaitOne(&p.p); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+	return p.result()
+}
+
+// result returns the settled value and error, marking a failure handled.
+func (p *Promise[T]) result() (T, error) {
+	err := p.p.err
+	if err != nil {
+		p.p.markHandled()
+	}
+	return p.val, err
+}
+
+func (t *Task) awaitOne(p *promise) error {
+	if err := t.promiseWaitAllowed(); err != nil {
+		return err
+	}
+	ws := t.waitState()
+	if !p.register(&ws.single) {
+		return nil
+	}
+	t.noteWaitSite("Await")
+	return t.block(waitPromise)
+}
+
+// promiseWaitAllowed is the cancellation point of a promise wait. After a
+// deadlock, promise waits fail at once so that unwinding tasks cannot block
+// again.
+func (t *Task) promiseWaitAllowed() error {
+	if err := t.cancelPoint(); err != nil {
+		return err
+	}
+	if l := t.loop; l.deadlock != nil {
+		return l.deadlock
+	} else if l.aborted {
+		return errAborted
+	}
+	return nil
+}
+
+// noteWaitSite records where the task waits, for a deadlock report.
+func (t *Task) noteWaitSite(op string) {
+	ws := t.x.w
+	ws.op = op
+	clear(ws.pcs[:])
+	runtime.Callers(3, ws.pcs[:])
+}

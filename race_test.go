@@ -1,0 +1,5 @@
+//go:build race
+
+package weft_test
+
+const raceEnabled = true

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestTourRunsTheNamedProgramWithHeadingAndTime(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"tour", "yield", "deadlock"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"== yield:", "a1 a2 b1 a3 b2 b3", "-- yield took", "== deadlock:", "weft: deadlock: main is waiting"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("tour output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestUnknownCommandAndProgramAreErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"tour", "nosuch"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "no program") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	if code := run(nil, &out, &errOut); code != 2 {
+		t.Fatalf("no arguments: exit %d", code)
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/weft-go/weft/internal/tour"
+)
+
+// runTour runs the named programs (all if none), each under a heading, with
+// its output and the time it took.
+func runTour(w io.Writer, names []string) error {
+	progs := tour.Programs
+	if len(names) > 0 {
+		progs = nil
+		for _, name := range names {
+			p, ok := findProgram(name)
+			if !ok {
+				return fmt.Errorf("tour: no program %q (have %s)", name, programNames())
+			}
+			progs = append(progs, p)
+		}
+	}
+	failed := 0
+	for i, p := range progs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== %s: %s\n", p.Name, p.Doc)
+		start := time.Now()
+		err := p.Run(w)
+		fmt.Fprintf(w, "-- %s took %.2fs\n", p.Name, time.Since(start).Seconds())
+		if err != nil {
+			fmt.Fprintf(w, "-- %s failed: %v\n", p.Name, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("tour: %d program(s) failed", failed)
+	}
+	return nil
+}
+
+func findProgram(name string) (tour.Program, bool) {
+	for _, p := range tour.Programs {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return tour.Program{}, false
+}
+
+func programNames() string {
+	var names []string
+	for _, p := range tour.Programs {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package tour
+
+const raceEnabled = true

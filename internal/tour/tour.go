@@ -1,0 +1,34 @@
+// Package tour holds the programs that define weft's behaviour: the six
+// of the OCaml runtime weft grew from (fetch, exceptions, pipe, race,
+// deadlock, yield), ported to weft. Each writes to the io.Writer it is given,
+// so that `weft tour` can run them all in one process and tests can check
+// their output; examples/<name> runs each one on its own.
+package tour
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Program is one entry of the tour.
+type Program struct {
+	Name string
+	Doc  string
+	Run  func(w io.Writer) error
+}
+
+// Programs lists the tour in the order it is shown.
+var Programs = []Program{
+	{"fetch", "three tasks sleep concurrently; main awaits all three", Fetch},
+	{"exceptions", "a task's error reaches the Await, and Run returns main's", Exceptions},
+	{"pipe", "a reader waits for a pipe while a writer and a ticker run", Pipe},
+	{"race", "Race and a hand-made timeout; the losers keep running", Race},
+	{"deadlock", "main awaits a promise nothing settles; Run says so", Deadlock},
+	{"yield", "two workers take turns; then a Task is misused", Yield},
+}
+
+// seconds formats the time since start as the programs print it.
+func seconds(start time.Time) string {
+	return fmt.Sprintf("%.1fs", time.Since(start).Seconds())
+}

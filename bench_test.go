@@ -19,3 +19,6 @@ func BenchmarkSleepingTaskMemory(b *testing.B)    { benchmarks.SleepingTaskMemor
 func BenchmarkParkedGoroutineMemory(b *testing.B) { benchmarks.ParkedGoroutineMemory(b) }
 
 func BenchmarkManySleeps(b *testing.B) { benchmarks.ManySleeps(b) }
+
+func BenchmarkCancel(b *testing.B)        { benchmarks.Cancel(b) }
+func BenchmarkContextCancel(b *testing.B) { benchmarks.ContextCancel(b) }

@@ -11,3 +11,9 @@ func callerPC() uintptr {
 	runtime.Callers(3, pc[:])
 	return pc[0]
 }
+
+// fpCallers fills pcs with the return addresses of the calling function's
+// callers, innermost first, and returns how many it stored.
+func fpCallers(pcs []uintptr) int {
+	return runtime.Callers(3, pcs)
+}

@@ -42,7 +42,7 @@ func (t *Task) context() context.Context {
 			at := t.loop.clock.Now().Add(time.Duration(x.deadline - t.loop.clock.Nanotime()))
 			x.ctx.Context = deadlineContext{Context: ctx, at: at}
 		}
-		if t.cancelled {
+		if x.cancelErr != nil {
 			cancel(x.cancelErr)
 		}
 	}

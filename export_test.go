@@ -21,3 +21,6 @@ func BackendName(opts ...Option) string {
 	defer p.Close()
 	return p.Caps().Name
 }
+
+// PendingTimers reports how many timers t's loop holds.
+func PendingTimers(t *Task) int { return t.loop.timers.len() }

@@ -28,14 +28,15 @@ package weft
 //
 // Handing over. Switching through the loop's own goroutine on every task
 // switch would double the number of switches (task → loop → task). So a task
-// that suspends while it is still runnable (Yield, Go) and was resumed by the
-// loop goroutine becomes the driver: it runs the scheduler itself, resuming
-// the next tasks as nested coroutines until its own turn comes, at which
-// point it simply returns. A nested task always switches back to the task
-// that resumed it. A task that blocks (it is not runnable) goes back to the
-// loop goroutine, so that the next task picked runs at depth one and can
-// itself drive. Nesting is thus never deeper than loop → driver → task, and
-// two tasks that hand the loop back and forth switch directly.
+// resumed by the loop goroutine that suspends becomes the driver: it runs
+// the scheduler itself, resuming the next tasks as nested coroutines until
+// its own turn comes, at which point it simply returns. A nested task always
+// switches back to the task that resumed it. A driver that is waiting (not
+// runnable) hands back to the loop goroutine when the run queue empties, or
+// when a nested task gave way while still runnable, so that the loop resumes
+// that task at depth one and it can drive in turn. Nesting is thus never
+// deeper than loop → driver → task; a spawn and its parent, a task and the
+// task that wakes it, and two tasks taking turns all switch directly.
 
 import (
 	"context"
@@ -202,19 +203,31 @@ func (l *loop) resume(t *Task, nested bool) {
 
 // suspend gives up the loop on behalf of the running task t, whose state is
 // already runnable (queued) or waiting. It returns when t is resumed.
+//
+// If t was resumed by the loop goroutine it drives (see "Handing over"):
+// it resumes the next tasks itself until its own turn comes. A waiting
+// driver stops driving when the run queue is empty (the loop goroutine then
+// polls the kernel, or finds a deadlock) or when a task it resumed gave way
+// while still runnable, as tasks taking turns do: the loop goroutine then
+// resumes that one at depth one, so that it can hand over directly to the
+// next.
 func (l *loop) suspend(t *Task) {
-	if t.state == stateRunnable && !t.nested {
-		// Drive: run the others until it is t's turn again.
+	if !t.nested && !l.aborted {
 		for {
 			next := l.pick()
 			if next == t {
+				t.state = stateRunning
+				l.current = t
+				return
+			}
+			if next == nil {
 				break
 			}
 			l.resume(next, true)
+			if t.state == stateWaiting && next.state == stateRunnable {
+				break
+			}
 		}
-		t.state = stateRunning
-		l.current = t
-		return
 	}
 	l.current = nil
 	if !t.co.Suspend() {

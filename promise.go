@@ -186,8 +186,9 @@ func (p *Promise[T]) settle(v T, err error, from *loop) bool {
 	if err != nil {
 		final = rejected
 	}
+	var s uint32
 	for {
-		s := c.state.Load()
+		s = c.state.Load()
 		if s&phaseMask != pending {
 			return false
 		}
@@ -198,9 +199,10 @@ func (p *Promise[T]) settle(v T, err error, from *loop) bool {
 			break
 		}
 	}
-	// Claimed with no waiter: a registration now waits for the final phase.
+	// Claimed with no waiter: a registration now waits for the final phase,
+	// and only settlers change the word, so a store keeps the flags in s.
 	p.val, c.err = v, err
-	c.state.Store(final)
+	c.state.Store(s | final)
 	return true
 }
 
@@ -338,5 +340,5 @@ func (t *Task) noteWaitSite(op string) {
 	ws := t.x.w
 	ws.op = op
 	clear(ws.pcs[:])
-	runtime.Callers(3, ws.pcs[:])
+	fpCallers(ws.pcs[:])
 }

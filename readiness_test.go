@@ -3,6 +3,7 @@
 package weft_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"syscall"
@@ -150,4 +151,23 @@ func TestIdleLoopUsesNoCPU(t *testing.T) {
 	if cpu > 60*time.Millisecond {
 		t.Fatalf("a 400 ms sleep cost %v of CPU", cpu)
 	}
+}
+
+func TestCancelWakesReadableAndDisarmsTheFD(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		r, w := nonblockingPipe(t)
+		run(t, func(wt *weft.Task) {
+			p := weft.Go(wt, func(wt *weft.Task) (int, error) { return 0, weft.Readable(wt, r) })
+			p.Cancel()
+			if _, err := p.Await(wt); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Readable after Cancel = %v", err)
+			}
+			// The fd wait is gone: data arriving now wakes nobody, and a new
+			// wait works.
+			unix.Write(w, []byte("x"))
+			if err := weft.Readable(wt, r); err != nil {
+				t.Fatal(err)
+			}
+		}, opts...)
+	})
 }

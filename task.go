@@ -43,9 +43,10 @@ type Task struct {
 // about a third of a nanosecond per byte, more than anything else in a
 // spawn but the coroutine switch).
 type taskExtra struct {
-	wakeErr   error // delivered by interrupt to the current wait
-	cancelErr error // the cancellation cause; see cancel.go
-	protect   int32 // depth of Protect calls: cancellation is held back while > 0
+	wakeErr   error        // delivered by interrupt to the current wait
+	cancelErr error        // the cancellation cause; see cancel.go
+	protect   int32        // depth of Protect calls: cancellation is held back while > 0
+	scope     *cancelScope // the innermost Group body the task's code is in
 	fdMode    poller.Mode
 	fd        int          // fd waited on (state waiting, waitFD)
 	deadline  int64        // loop-clock deadline from an enclosing Timeout; 0 if none
@@ -140,12 +141,12 @@ func newTask[T any](l *loop, parent *Task, f func(t *Task) (T, error), pc uintpt
 	t.id = l.ids
 	c.promise.p.task = t
 	t.link(parent)
+	t.inherit(parent)
 	l.live++
 	return c
 }
 
-// link makes t the youngest child of parent and lets it inherit a
-// cancellation that parent is not holding back.
+// link makes t the youngest child of parent in the spawn tree.
 func (t *Task) link(parent *Task) {
 	t.parent = parent
 	t.nextSib = parent.child
@@ -153,23 +154,10 @@ func (t *Task) link(parent *Task) {
 		parent.child.prevSib = t
 	}
 	parent.child = t
-	if px := parent.x; px != nil {
-		if parent.cancelled && px.protect == 0 {
-			t.extra().cancelErr = px.cancelErr
-			t.cancelled = true
-		}
-		if px.deadline != 0 {
-			t.extra().deadline = px.deadline
-		}
-	}
 }
 
-// finish records the end of t on the loop: it leaves the spawn tree (its
-// children move to its parent) and a failure is noted for Run's report.
-func (t *Task) finish(err error) {
-	l := t.loop
-	t.state = stateDone
-	// Unlink from the parent's children.
+// unlink takes t out of its parent's children.
+func (t *Task) unlink() {
 	if t.prevSib != nil {
 		t.prevSib.nextSib = t.nextSib
 	} else if t.parent != nil {
@@ -178,6 +166,31 @@ func (t *Task) finish(err error) {
 	if t.nextSib != nil {
 		t.nextSib.prevSib = t.prevSib
 	}
+	t.prevSib, t.nextSib = nil, nil
+}
+
+// inherit gives the newborn t what it takes from its parent: a
+// cancellation the parent is not holding back, and the parent's deadline.
+func (t *Task) inherit(parent *Task) {
+	px := parent.x
+	if px == nil {
+		return
+	}
+	if parent.cancelled && px.protect == 0 {
+		t.extra().cancelErr = parent.cause()
+		t.cancelled = true
+	}
+	if px.deadline != 0 {
+		t.extra().deadline = px.deadline
+	}
+}
+
+// finish records the end of t on the loop: it leaves the spawn tree (its
+// children move to its parent) and a failure is noted for Run's report.
+func (t *Task) finish(err error) {
+	l := t.loop
+	t.state = stateDone
+	t.unlink()
 	// Hand the children to the parent.
 	for c := t.child; c != nil; {
 		next := c.nextSib
@@ -210,12 +223,7 @@ func Go[T any](t *Task, f func(t *Task) (T, error)) *Promise[T] {
 	if f == nil {
 		panic("weft: Go called with a nil function")
 	}
-	l := t.loop
-	c := newTask(l, t, f, pc)
-	l.ready(&c.task)
-	l.ready(t)
-	l.suspend(t)
-	return &c.promise
+	return spawn(t, f, pc)
 }
 
 // Yield lets every other runnable task run, then continues: the task goes

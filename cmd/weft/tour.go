@@ -24,6 +24,7 @@ func runTour(w io.Writer, names []string) error {
 		}
 	}
 	failed := 0
+	took := make([]time.Duration, len(progs))
 	for i, p := range progs {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -31,10 +32,18 @@ func runTour(w io.Writer, names []string) error {
 		fmt.Fprintf(w, "== %s: %s\n", p.Name, p.Doc)
 		start := time.Now()
 		err := p.Run(w)
-		fmt.Fprintf(w, "-- %s took %.2fs\n", p.Name, time.Since(start).Seconds())
+		took[i] = time.Since(start)
+		fmt.Fprintf(w, "-- %s took %.2fs\n", p.Name, took[i].Seconds())
 		if err != nil {
 			fmt.Fprintf(w, "-- %s failed: %v\n", p.Name, err)
 			failed++
+		}
+	}
+	if len(progs) > 1 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "== end times")
+		for i, p := range progs {
+			fmt.Fprintf(w, "%-12s %.2fs\n", p.Name, took[i].Seconds())
 		}
 	}
 	if failed > 0 {

@@ -4,6 +4,7 @@
 package benchmarks
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ type Pair struct {
 var Core = []Pair{
 	{"spawn+await", SpawnAwait, GoroutineSpawnJoin, "Go + Await of a trivial task", "go statement + channel receive", "<= 0.5x, goal 0.25x"},
 	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.5x, goal 0.25x"},
+	{"spawn+cancel+await", Cancel, ContextCancel, "Go a sleeping task, Cancel it, Await it", "goroutine blocked on ctx.Done(), CancelFunc, wait", "report"},
 }
 
 // SpawnAwait spawns a trivial task and awaits it, b.N times.
@@ -172,4 +174,32 @@ func ManySleeps(b *testing.B) {
 		late = max(late, ManySleepsLate())
 	}
 	b.ReportMetric(float64(late.Milliseconds()), "ms-after-longest")
+}
+
+// Cancel spawns a sleeping task, cancels it and awaits it, b.N times.
+func Cancel(b *testing.B) {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		sleeper := func(t *weft.Task) (int, error) { return 0, t.Sleep(time.Hour) }
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p := weft.Go(t, sleeper)
+			p.Cancel()
+			p.Await(t)
+		}
+		return struct{}{}, nil
+	})
+}
+
+// ContextCancel starts a goroutine blocked on ctx.Done(), cancels it
+// through its context.CancelFunc and waits for it to end, b.N times.
+func ContextCancel(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { <-ctx.Done(); close(done) }()
+		cancel()
+		<-done
+	}
 }

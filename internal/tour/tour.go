@@ -24,6 +24,7 @@ var Programs = []Program{
 	{"exceptions", "a task's error reaches the Await, and Run returns main's", Exceptions},
 	{"pipe", "a reader waits for a pipe while a writer and a ticker run", Pipe},
 	{"race", "Race and a hand-made timeout; the losers keep running", Race},
+	{"race-cancel", "the same with First and Timeout, which cancel the losers", RaceCancel},
 	{"deadlock", "main awaits a promise nothing settles; Run says so", Deadlock},
 	{"yield", "two workers take turns; then a Task is misused", Yield},
 }

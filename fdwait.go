@@ -1,8 +1,15 @@
 package weft
 
-// The fd table: tasks waiting for fd readiness, by fd. A wait arms a
-// one-shot interest with the poller; the event wakes every task waiting on
-// that fd in that direction. Loop-owned.
+// The fd table: tasks waiting for fd readiness, by fd. Loop-owned.
+//
+// Two kinds of entry. A foreign fd (Readable, Writable) is armed with a
+// one-shot interest per wait, and its entry goes when nobody waits. An fd
+// weft owns (a socket or pipe of the I/O layer) is watched: registered
+// edge-triggered once, for its whole life, so that waiting costs no system
+// call. Its I/O tries the system call first and waits only after EAGAIN;
+// an edge then means "try again". Because the loop runs one task at a time,
+// an edge that comes after the EAGAIN is always collected by a later poll,
+// after the waiter is registered: no wakeup is lost.
 
 import (
 	"os"
@@ -13,6 +20,7 @@ import (
 
 type fdWaiters struct {
 	readers, writers []*Task
+	watched          bool // registered edge-triggered for its life (see above)
 }
 
 type fdTable struct {
@@ -56,12 +64,51 @@ func (ft *fdTable) remove(l *loop, t *Task) {
 			break
 		}
 	}
+	if w.watched {
+		return
+	}
 	if len(*list) == 0 {
 		l.poller.Disarm(fd, mode)
 	}
 	if len(w.readers) == 0 && len(w.writers) == 0 {
 		delete(ft.byFD, fd)
 	}
+}
+
+// watch registers fd, which the I/O layer owns, edge-triggered.
+func (ft *fdTable) watch(l *loop, fd int) error {
+	if err := l.poller.Watch(fd); err != nil {
+		return err
+	}
+	if ft.byFD == nil {
+		ft.byFD = make(map[int]*fdWaiters)
+	}
+	ft.byFD[fd] = &fdWaiters{watched: true}
+	return nil
+}
+
+// unwatch withdraws a watched fd before it is closed, waking its waiters
+// (they find it closing and return net.ErrClosed).
+func (ft *fdTable) unwatch(l *loop, fd int) {
+	w := ft.byFD[fd]
+	if w == nil || !w.watched {
+		return
+	}
+	l.poller.Unwatch(fd)
+	delete(ft.byFD, fd)
+	for _, t := range w.readers {
+		l.ready(t)
+	}
+	for _, t := range w.writers {
+		l.ready(t)
+	}
+	ft.waiting -= len(w.readers) + len(w.writers)
+}
+
+// isWatched reports whether fd is a watched fd.
+func (ft *fdTable) isWatched(fd int) bool {
+	w := ft.byFD[fd]
+	return w != nil && w.watched
 }
 
 // wake makes runnable the tasks waiting on fd for the ready directions.
@@ -84,7 +131,7 @@ func (ft *fdTable) wake(l *loop, fd int, ready poller.Mode) {
 		ft.waiting -= len(w.writers)
 		w.writers = w.writers[:0]
 	}
-	if len(w.readers) == 0 && len(w.writers) == 0 {
+	if !w.watched && len(w.readers) == 0 && len(w.writers) == 0 {
 		delete(ft.byFD, fd)
 	}
 }
@@ -115,10 +162,22 @@ func (t *Task) waitFD(fd int, m poller.Mode) error {
 	if !l.caps.FDs {
 		return poller.ErrUnsupported
 	}
-	if err := l.poller.Arm(fd, m); err != nil {
+	if l.fds.isWatched(fd) {
+		// One of weft's own fds (File.Fd, say): its registration reports
+		// edges only, so first ask whether it is ready now.
+		if readyNow(fd, m) {
+			return nil
+		}
+	} else if err := l.poller.Arm(fd, m); err != nil {
 		return os.NewSyscallError("weft: wait for fd", err)
 	}
+	return t.waitWatched(fd, m)
+}
+
+// waitWatched suspends t until fd's entry is woken for direction m: by an
+// event, or because the fd is being closed.
+func (t *Task) waitWatched(fd int, m poller.Mode) error {
 	t.extra()
-	l.fds.add(fd, m, t)
+	t.loop.fds.add(fd, m, t)
 	return t.block(waitFD)
 }

@@ -76,6 +76,7 @@ type loop struct {
 	// declaring a deadlock.
 	external int
 
+	pool     *offloadPool // off-loop workers for Offload
 	idle     []*coro.Coro // finished coroutines kept for reuse
 	failures []*Task      // tasks that failed, in the order they finished
 	ids      uint32       // last task id given out
@@ -111,6 +112,11 @@ func newLoop(o options) (*loop, error) {
 	}
 	l.root.loop = l
 	l.root.state = stateRunning
+	workers := o.offloadWorkers
+	if workers < 1 {
+		workers = defaultOffloadWorkers()
+	}
+	l.pool = newOffloadPool(workers)
 	return l, nil
 }
 
@@ -378,5 +384,6 @@ func (l *loop) close() {
 		c.Close()
 	}
 	l.idle = nil
+	l.pool.close()
 	l.poller.Close()
 }

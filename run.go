@@ -15,9 +15,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	ctx     context.Context
-	backend poller.Kind
-	clock   clock.Clock
+	ctx            context.Context
+	backend        poller.Kind
+	clock          clock.Clock
+	offloadWorkers int
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are

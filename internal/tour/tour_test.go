@@ -3,7 +3,6 @@ package tour
 import (
 	"bytes"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,9 +54,6 @@ func TestExceptionsOutput(t *testing.T) {
 }
 
 func TestPipeOutput(t *testing.T) {
-	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" {
-		t.Skip("no fd readiness here")
-	}
 	got := output(t, func(w *bytes.Buffer) error { return Pipe(w) })
 	want := "tick 1\nread one\ntick 2\nread two\ntick 3\nread three\neof\n"
 	if got != want {

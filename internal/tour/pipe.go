@@ -1,5 +1,3 @@
-//go:build unix
-
 package tour
 
 import (
@@ -8,28 +6,25 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
-	"github.com/weft-go/weft/internal/fdutil"
-	"golang.org/x/sys/unix"
 )
 
-// Pipe runs a writer, a reader and a ticker on one loop. The reader waits
-// with Readable for the pipe to have data, so the ticker keeps ticking in
-// between; closing the write end makes the pipe readable with no data,
-// which is end of file.
+// Pipe runs a writer, a reader and a ticker on one loop, over a weft.Pipe.
+// The reader's Read suspends until the pipe has data, so the ticker keeps
+// ticking in between; closing the write end makes Read return io.EOF.
 func Pipe(w io.Writer) error {
-	r, wr, err := fdutil.Pipe()
+	r, wr, err := weft.Pipe()
 	if err != nil {
 		return err
 	}
-	defer unix.Close(r)
+	defer r.Close()
 	_, err = weft.Run(func(t *weft.Task) (struct{}, error) {
 		writer := weft.Go(t, func(t *weft.Task) (struct{}, error) {
-			defer unix.Close(wr)
+			defer wr.Close()
 			for _, msg := range []string{"one", "two", "three"} {
 				if err := t.Sleep(100 * time.Millisecond); err != nil {
 					return struct{}{}, err
 				}
-				if _, err := unix.Write(wr, []byte(msg)); err != nil {
+				if _, err := wr.Write(t, []byte(msg)); err != nil {
 					return struct{}{}, err
 				}
 			}
@@ -49,16 +44,13 @@ func Pipe(w io.Writer) error {
 		})
 		buf := make([]byte, 64)
 		for {
-			if err := weft.Readable(t, r); err != nil {
-				return struct{}{}, err
-			}
-			n, err := unix.Read(r, buf)
-			if err != nil {
-				return struct{}{}, err
-			}
-			if n == 0 {
+			n, err := r.Read(t, buf)
+			if err == io.EOF {
 				fmt.Fprintln(w, "eof")
 				break
+			}
+			if err != nil {
+				return struct{}{}, err
 			}
 			fmt.Fprintln(w, "read", string(buf[:n]))
 		}

@@ -1,0 +1,579 @@
+//go:build linux
+
+package weft
+
+// Sockets and pipes as non-blocking fds on the epoll loop.
+//
+// Each fd is watched (registered edge-triggered) for its whole life. An
+// operation tries its system call first and suspends on EAGAIN until the
+// loop reports an edge, then tries again. The fd is closed on the loop,
+// never by another goroutine: Close marks it closing (so every operation
+// from then on fails with net.ErrClosed), shuts a socket down at once so the
+// kernel stops accepting and the peer sees the end, and posts the rest
+// (unregister, wake the waiters, close) to the loop. So no system call of
+// the loop can ever hit a descriptor number reused by someone else.
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/weft-go/weft/internal/poller"
+	"golang.org/x/sys/unix"
+)
+
+const haveFDIO = true
+
+type fdKind uint8
+
+const (
+	fdStream fdKind = iota // a connected stream socket
+	fdListen               // a listening socket
+	fdPacket               // a datagram socket
+	fdPipe                 // a pipe end
+)
+
+type netFD struct {
+	loop    *loop
+	fd      int
+	kind    fdKind
+	network string
+	laddr   net.Addr
+	raddr   net.Addr
+	unlink  string // a Unix socket file to remove when a listener closes
+	closing atomic.Bool
+}
+
+// newNetFD wraps fd, already non-blocking, and watches it on t's loop.
+func newNetFD(t *Task, fd int, kind fdKind, network string) (*netFD, error) {
+	l := t.loop
+	if err := l.fds.watch(l, fd); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return &netFD{loop: l, fd: fd, kind: kind, network: network}, nil
+}
+
+// opErr wraps err as the net package would for a socket, and as the os
+// package would for a pipe.
+func (fd *netFD) opErr(op string, err error) error {
+	if fd.kind == fdPipe {
+		if err == io.EOF {
+			return err
+		}
+		if err == net.ErrClosed {
+			err = os.ErrClosed
+		}
+		return &os.PathError{Op: op, Path: "pipe", Err: err}
+	}
+	return opError(op, fd.network, fd.laddr, fd.raddr, err)
+}
+
+// wait suspends t until fd may be ready for m (or is closing).
+func (fd *netFD) wait(t *Task, m poller.Mode) error {
+	if err := t.cancelPoint(); err != nil {
+		return err
+	}
+	if t.loop.aborted {
+		return errAborted
+	}
+	return t.waitWatched(fd.fd, m)
+}
+
+func (fd *netFD) read(t *Task, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		if fd.closing.Load() {
+			return 0, fd.opErr("read", net.ErrClosed)
+		}
+		n, err := unix.Read(fd.fd, b)
+		switch err {
+		case nil:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if err := fd.wait(t, poller.Read); err != nil {
+				return 0, fd.opErr("read", err)
+			}
+			continue
+		}
+		return 0, fd.opErr("read", os.NewSyscallError("read", err))
+	}
+}
+
+func (fd *netFD) write(t *Task, b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		if fd.closing.Load() {
+			return written, fd.opErr("write", net.ErrClosed)
+		}
+		var n int
+		var err error
+		if fd.kind == fdPipe {
+			n, err = unix.Write(fd.fd, b[written:])
+		} else {
+			// MSG_NOSIGNAL: a reset peer is an EPIPE error, not a signal.
+			n, err = unix.SendmsgN(fd.fd, b[written:], nil, nil, unix.MSG_NOSIGNAL)
+		}
+		if n > 0 {
+			written += n
+		}
+		switch err {
+		case nil, unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if err := fd.wait(t, poller.Write); err != nil {
+				return written, fd.opErr("write", err)
+			}
+			continue
+		}
+		return written, fd.opErr("write", os.NewSyscallError("write", err))
+	}
+	return written, nil
+}
+
+func (fd *netFD) closeWrite() error {
+	if fd.closing.Load() {
+		return fd.opErr("close", net.ErrClosed)
+	}
+	if err := unix.Shutdown(fd.fd, unix.SHUT_WR); err != nil {
+		return fd.opErr("close", os.NewSyscallError("shutdown", err))
+	}
+	return nil
+}
+
+func (fd *netFD) close() error {
+	if !fd.closing.CompareAndSwap(false, true) {
+		return fd.opErr("close", net.ErrClosed)
+	}
+	if fd.kind == fdStream || fd.kind == fdListen {
+		// Visible to the kernel now: a listener stops accepting, the peer
+		// of a connection sees the end. The fd number stays ours.
+		unix.Shutdown(fd.fd, unix.SHUT_RDWR)
+	}
+	l := fd.loop
+	if !l.post(func() {
+		l.fds.unwatch(l, fd.fd)
+		fd.release()
+	}) {
+		fd.release() // the loop has ended: nothing to unregister
+	}
+	return nil
+}
+
+func (fd *netFD) release() {
+	unix.Close(fd.fd)
+	if fd.unlink != "" {
+		os.Remove(fd.unlink)
+	}
+}
+
+func (fd *netFD) localAddr() net.Addr  { return fd.laddr }
+func (fd *netFD) remoteAddr() net.Addr { return fd.raddr }
+func (fd *netFD) addr() net.Addr       { return fd.laddr }
+
+func bindPipeFD(t *Task, pfd int) (fileImpl, error) {
+	fd, err := newNetFD(t, pfd, fdPipe, "pipe")
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: "pipe", Err: err}
+	}
+	return fd, nil
+}
+
+// Sockets.
+
+func socket(family, sotype int) (int, error) {
+	s, err := unix.Socket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	return s, nil
+}
+
+func sockaddrOf(ap netip.AddrPort) (unix.Sockaddr, int) {
+	ip := ap.Addr()
+	if ip.Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}, unix.AF_INET
+	}
+	sa := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
+	if z := ip.Zone(); z != "" {
+		if ifi, err := net.InterfaceByName(z); err == nil {
+			sa.ZoneId = uint32(ifi.Index)
+		} else if n, err := strconv.Atoi(z); err == nil {
+			sa.ZoneId = uint32(n)
+		}
+	}
+	return sa, unix.AF_INET6
+}
+
+// addrOf converts a socket address to the net package's type for k.
+func addrOf(k netKind, sa unix.Sockaddr) net.Addr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netAddr(k, netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port)))
+	case *unix.SockaddrInet6:
+		return netAddr(k, netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port)))
+	case *unix.SockaddrUnix:
+		return &net.UnixAddr{Name: sa.Name, Net: k.network}
+	}
+	if k.unix {
+		return &net.UnixAddr{Net: k.network}
+	}
+	return nil
+}
+
+func (fd *netFD) fillAddrs(k netKind) {
+	if sa, err := unix.Getsockname(fd.fd); err == nil {
+		fd.laddr = addrOf(k, sa)
+	}
+	if fd.kind == fdStream {
+		if sa, err := unix.Getpeername(fd.fd); err == nil {
+			fd.raddr = addrOf(k, sa)
+		}
+	}
+}
+
+func listenFD(t *Task, network, address string) (listenerImpl, error) {
+	k, err := parseNetwork(network, true)
+	if err != nil {
+		return nil, opError("listen", network, nil, nil, err)
+	}
+	opErr := func(err error) error {
+		return opError("listen", network, nil, &net.UnixAddr{Name: address, Net: network}, err)
+	}
+	var sa unix.Sockaddr
+	family := unix.AF_UNIX
+	if k.unix {
+		sa = &unix.SockaddrUnix{Name: address}
+	} else {
+		aps, err := resolve(t, k, address, true)
+		if err != nil {
+			return nil, opError("listen", network, nil, nil, err)
+		}
+		opErr = func(err error) error { return opError("listen", network, nil, netAddr(k, aps[0]), err) }
+		sa, family = sockaddrOf(aps[0])
+	}
+	s, err := socketOrIPv4(&sa, &family, unix.SOCK_STREAM)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	if !k.unix {
+		unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		if family == unix.AF_INET6 && k.family == 0 {
+			unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+		}
+	}
+	if err := unix.Bind(s, sa); err != nil {
+		unix.Close(s)
+		return nil, opErr(os.NewSyscallError("bind", err))
+	}
+	if err := unix.Listen(s, listenBacklog()); err != nil {
+		unix.Close(s)
+		return nil, opErr(os.NewSyscallError("listen", err))
+	}
+	fd, err := newNetFD(t, s, fdListen, network)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	fd.fillAddrs(k)
+	if k.unix {
+		fd.unlink = address
+	}
+	return &fdListener{fd: fd, k: k}, nil
+}
+
+// socketOrIPv4 makes a socket for *sa; a wildcard IPv6 address on a system
+// without IPv6 falls back to the IPv4 wildcard, as the net package does.
+func socketOrIPv4(sa *unix.Sockaddr, family *int, sotype int) (int, error) {
+	s, err := socket(*family, sotype)
+	if err != nil && *family == unix.AF_INET6 && errorsIs(err, unix.EAFNOSUPPORT) {
+		if in6, ok := (*sa).(*unix.SockaddrInet6); ok && in6.Addr == [16]byte{} {
+			*sa, *family = &unix.SockaddrInet4{Port: in6.Port}, unix.AF_INET
+			return socket(*family, sotype)
+		}
+	}
+	return s, err
+}
+
+// listenBacklog is the kernel's limit, as the net package uses.
+func listenBacklog() int {
+	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
+	if err == nil {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n > 0 {
+			return min(n, 1<<16-1)
+		}
+	}
+	return unix.SOMAXCONN
+}
+
+type fdListener struct {
+	fd *netFD
+	k  netKind
+}
+
+func (ln *fdListener) addr() net.Addr { return ln.fd.laddr }
+func (ln *fdListener) close() error   { return ln.fd.close() }
+
+func (ln *fdListener) accept(t *Task) (connImpl, error) {
+	fd := ln.fd
+	for {
+		if fd.closing.Load() {
+			return nil, fd.opErr("accept", net.ErrClosed)
+		}
+		s, _, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch err {
+		case nil:
+			return newStreamConn(t, s, ln.k)
+		case unix.EINTR, unix.ECONNABORTED:
+			continue
+		case unix.EAGAIN:
+			if err := fd.wait(t, poller.Read); err != nil {
+				return nil, fd.opErr("accept", err)
+			}
+			continue
+		}
+		return nil, fd.opErr("accept", os.NewSyscallError("accept4", err))
+	}
+}
+
+func newStreamConn(t *Task, s int, k netKind) (*netFD, error) {
+	if !k.unix {
+		unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
+	fd, err := newNetFD(t, s, fdStream, k.network)
+	if err != nil {
+		return nil, opError("accept", k.network, nil, nil, err)
+	}
+	fd.fillAddrs(k)
+	return fd, nil
+}
+
+func dialFD(t *Task, network, address string) (connImpl, error) {
+	k, err := parseNetwork(network, true)
+	if err != nil {
+		return nil, opError("dial", network, nil, nil, err)
+	}
+	if k.unix {
+		raddr := &net.UnixAddr{Name: address, Net: network}
+		c, err := connectFD(t, k, &unix.SockaddrUnix{Name: address}, unix.AF_UNIX)
+		if err != nil {
+			return nil, opError("dial", network, nil, raddr, err)
+		}
+		return c, nil
+	}
+	aps, err := resolve(t, k, address, false)
+	if err != nil {
+		return nil, opError("dial", network, nil, nil, err)
+	}
+	var first error
+	for _, ap := range aps {
+		sa, family := sockaddrOf(ap)
+		c, err := connectFD(t, k, sa, family)
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = opError("dial", network, nil, netAddr(k, ap), err)
+		}
+		if isCancellation(err) {
+			break
+		}
+	}
+	return nil, first
+}
+
+// connectFD makes a socket and connects it without blocking the loop: a
+// connect in progress is waited for as writability, then SO_ERROR tells how
+// it ended.
+func connectFD(t *Task, k netKind, sa unix.Sockaddr, family int) (*netFD, error) {
+	if err := t.cancelPoint(); err != nil {
+		return nil, err
+	}
+	s, err := socket(family, unix.SOCK_STREAM)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := newNetFD(t, s, fdStream, k.network)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*netFD, error) {
+		fd.closing.Store(true)
+		t.loop.fds.unwatch(t.loop, s)
+		unix.Close(s)
+		return nil, err
+	}
+	switch err := unix.Connect(s, sa); err {
+	case nil, unix.EISCONN:
+	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+		for {
+			if err := fd.wait(t, poller.Write); err != nil {
+				return fail(err)
+			}
+			soerr, err := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_ERROR)
+			if err != nil {
+				return fail(os.NewSyscallError("getsockopt", err))
+			}
+			switch e := unix.Errno(soerr); e {
+			case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+				continue
+			case 0, unix.EISCONN:
+				if _, err := unix.Getpeername(s); err == nil {
+					goto connected
+				}
+				continue // spurious wakeup before the connect finished
+			default:
+				return fail(os.NewSyscallError("connect", e))
+			}
+		}
+	default:
+		return fail(os.NewSyscallError("connect", err))
+	}
+connected:
+	if !k.unix {
+		unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
+	fd.fillAddrs(k)
+	return fd, nil
+}
+
+// Datagram sockets.
+
+type fdPacketConn struct {
+	fd     *netFD
+	k      netKind
+	family int // AF_INET, AF_INET6 or AF_UNIX
+}
+
+func listenPacketFD(t *Task, network, address string) (packetImpl, error) {
+	k, err := parseNetwork(network, false)
+	if err != nil {
+		return nil, opError("listen", network, nil, nil, err)
+	}
+	var sa unix.Sockaddr
+	family := unix.AF_UNIX
+	var laddr net.Addr = &net.UnixAddr{Name: address, Net: network}
+	if !k.unix {
+		aps, err := resolve(t, k, address, true)
+		if err != nil {
+			return nil, opError("listen", network, nil, nil, err)
+		}
+		sa, family = sockaddrOf(aps[0])
+		laddr = netAddr(k, aps[0])
+	} else {
+		sa = &unix.SockaddrUnix{Name: address}
+	}
+	s, err := socketOrIPv4(&sa, &family, unix.SOCK_DGRAM)
+	if err != nil {
+		return nil, opError("listen", network, nil, laddr, err)
+	}
+	if family == unix.AF_INET6 && k.family == 0 {
+		unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+	}
+	if err := unix.Bind(s, sa); err != nil {
+		unix.Close(s)
+		return nil, opError("listen", network, nil, laddr, os.NewSyscallError("bind", err))
+	}
+	fd, err := newNetFD(t, s, fdPacket, network)
+	if err != nil {
+		return nil, opError("listen", network, nil, laddr, err)
+	}
+	fd.fillAddrs(k)
+	if k.unix {
+		fd.unlink = address
+	}
+	return &fdPacketConn{fd: fd, k: k, family: family}, nil
+}
+
+func (c *fdPacketConn) localAddr() net.Addr { return c.fd.laddr }
+func (c *fdPacketConn) close() error        { return c.fd.close() }
+
+func (c *fdPacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error) {
+	fd := c.fd
+	for {
+		if fd.closing.Load() {
+			return 0, nil, fd.opErr("read", net.ErrClosed)
+		}
+		n, from, err := unix.Recvfrom(fd.fd, b, 0)
+		switch err {
+		case nil:
+			return n, addrOf(c.k, from), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if err := fd.wait(t, poller.Read); err != nil {
+				return 0, nil, fd.opErr("read", err)
+			}
+			continue
+		}
+		return 0, nil, fd.opErr("read", os.NewSyscallError("recvfrom", err))
+	}
+}
+
+func (c *fdPacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, error) {
+	fd := c.fd
+	sa, err := c.sockaddr(addr)
+	if err != nil {
+		return 0, opError("write", fd.network, fd.laddr, addr, err)
+	}
+	for {
+		if fd.closing.Load() {
+			return 0, opError("write", fd.network, fd.laddr, addr, net.ErrClosed)
+		}
+		err := unix.Sendto(fd.fd, b, unix.MSG_NOSIGNAL, sa)
+		switch err {
+		case nil:
+			return len(b), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if err := fd.wait(t, poller.Write); err != nil {
+				return 0, opError("write", fd.network, fd.laddr, addr, err)
+			}
+			continue
+		}
+		return 0, opError("write", fd.network, fd.laddr, addr, os.NewSyscallError("sendto", err))
+	}
+}
+
+// sockaddr converts a destination to a socket address of c's family.
+func (c *fdPacketConn) sockaddr(addr net.Addr) (unix.Sockaddr, error) {
+	if c.k.unix {
+		ua, ok := addr.(*net.UnixAddr)
+		if !ok {
+			return nil, &net.AddrError{Err: "not a Unix address", Addr: addr.String()}
+		}
+		return &unix.SockaddrUnix{Name: ua.Name}, nil
+	}
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return nil, &net.AddrError{Err: "not a UDP address", Addr: addr.String()}
+	}
+	ap := ua.AddrPort()
+	ip := ap.Addr().Unmap()
+	if !familyMatches(c.k, ip) || (c.family == unix.AF_INET && !ip.Is4()) {
+		return nil, &net.AddrError{Err: "address of the wrong family", Addr: addr.String()}
+	}
+	if c.family == unix.AF_INET6 && ip.Is4() {
+		// A dual-stack socket reaches IPv4 peers through mapped addresses.
+		return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}, nil
+	}
+	sa, _ := sockaddrOf(netip.AddrPortFrom(ip, ap.Port()))
+	return sa, nil
+}

@@ -1,0 +1,254 @@
+package weft
+
+// The portable I/O layer: the net and os packages' objects, with each
+// blocking call on a helper goroutine of its own (it may block for as long
+// as a connection is idle, so it cannot take a place in the bounded Offload
+// pool). The task waits for the call as external work. If the task is
+// cancelled, the call is interrupted with a deadline in the past, and the
+// task waits, cancellation held back, until the helper has returned: the
+// call uses the caller's buffer, which must not be touched after we return.
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+// aLongTimeAgo is a deadline that has passed: it makes a blocked call
+// return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func goStart(f func()) { go f() }
+
+// blockingCall runs call on a helper goroutine and suspends t until it
+// returns. If t is cancelled meanwhile, interrupt makes call return early,
+// t waits for it, reset undoes interrupt, and the cause is returned.
+func (t *Task) blockingCall(call, interrupt, reset func()) error {
+	if err := t.cancelPoint(); err != nil {
+		return err
+	}
+	l := t.loop
+	if l.aborted {
+		return errAborted
+	}
+	op := &extOp{t: t}
+	l.startExternal(op, goStart, call)
+	err := t.waitExternal(op)
+	if err != nil {
+		t.finishExternal(op, interrupt)
+		reset()
+	}
+	return err
+}
+
+type portableListener struct {
+	ln      net.Listener
+	network string
+	pending net.Conn // accepted by a call that was cancelled: the next Accept gets it
+}
+
+type deadliner interface{ SetDeadline(time.Time) error }
+
+func listenPortable(t *Task, network, address string) (listenerImpl, error) {
+	if _, err := parseNetwork(network, true); err != nil {
+		return nil, opError("listen", network, nil, nil, err)
+	}
+	ctx := t.Context()
+	ln, err := Offload(t, func() (net.Listener, error) {
+		return (&net.ListenConfig{}).Listen(ctx, network, address)
+	})
+	if err != nil {
+		return nil, opError("listen", network, nil, nil, err)
+	}
+	return &portableListener{ln: ln, network: network}, nil
+}
+
+func (pl *portableListener) addr() net.Addr { return pl.ln.Addr() }
+func (pl *portableListener) close() error   { return pl.ln.Close() }
+
+func (pl *portableListener) accept(t *Task) (connImpl, error) {
+	if c := pl.pending; c != nil {
+		pl.pending = nil
+		return &portableConn{c: c, network: pl.network}, nil
+	}
+	var c net.Conn
+	var err error
+	d, _ := pl.ln.(deadliner)
+	werr := t.blockingCall(func() { c, err = pl.ln.Accept() },
+		func() {
+			if d != nil {
+				d.SetDeadline(aLongTimeAgo)
+			}
+		},
+		func() {
+			if d != nil {
+				d.SetDeadline(time.Time{})
+			}
+		})
+	if werr != nil {
+		pl.pending = c // accepted just as we gave up: keep it for the next call
+		return nil, opError("accept", pl.network, pl.ln.Addr(), nil, werr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &portableConn{c: c, network: pl.network}, nil
+}
+
+type portableConn struct {
+	c       net.Conn
+	network string
+}
+
+func dialPortable(t *Task, network, address string) (connImpl, error) {
+	if _, err := parseNetwork(network, true); err != nil {
+		return nil, opError("dial", network, nil, nil, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var c net.Conn
+	var err error
+	werr := t.blockingCall(func() { c, err = (&net.Dialer{}).DialContext(ctx, network, address) }, cancel, func() {})
+	if werr != nil {
+		if c != nil {
+			c.Close()
+		}
+		return nil, opError("dial", network, nil, nil, werr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &portableConn{c: c, network: network}, nil
+}
+
+func (pc *portableConn) read(t *Task, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var n int
+	var err error
+	werr := t.blockingCall(func() { n, err = pc.c.Read(b) },
+		func() { pc.c.SetReadDeadline(aLongTimeAgo) },
+		func() { pc.c.SetReadDeadline(time.Time{}) })
+	if werr != nil {
+		if n > 0 {
+			return n, nil // data arrived as we gave up: not lost
+		}
+		return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+	}
+	return n, err
+}
+
+func (pc *portableConn) write(t *Task, b []byte) (int, error) {
+	var n int
+	var err error
+	werr := t.blockingCall(func() { n, err = pc.c.Write(b) },
+		func() { pc.c.SetWriteDeadline(aLongTimeAgo) },
+		func() { pc.c.SetWriteDeadline(time.Time{}) })
+	if werr != nil {
+		return n, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+	}
+	return n, err
+}
+
+func (pc *portableConn) closeWrite() error {
+	if cw, ok := pc.c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return opError("close", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), errNoHalfClose)
+}
+
+func (pc *portableConn) close() error         { return pc.c.Close() }
+func (pc *portableConn) localAddr() net.Addr  { return pc.c.LocalAddr() }
+func (pc *portableConn) remoteAddr() net.Addr { return pc.c.RemoteAddr() }
+
+type portablePacketConn struct {
+	c       net.PacketConn
+	network string
+}
+
+func listenPacketPortable(t *Task, network, address string) (packetImpl, error) {
+	if _, err := parseNetwork(network, false); err != nil {
+		return nil, opError("listen", network, nil, nil, err)
+	}
+	ctx := t.Context()
+	c, err := Offload(t, func() (net.PacketConn, error) {
+		return (&net.ListenConfig{}).ListenPacket(ctx, network, address)
+	})
+	if err != nil {
+		return nil, opError("listen", network, nil, nil, err)
+	}
+	return &portablePacketConn{c: c, network: network}, nil
+}
+
+func (pp *portablePacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error) {
+	var n int
+	var from net.Addr
+	var err error
+	werr := t.blockingCall(func() { n, from, err = pp.c.ReadFrom(b) },
+		func() { pp.c.SetReadDeadline(aLongTimeAgo) },
+		func() { pp.c.SetReadDeadline(time.Time{}) })
+	if werr != nil {
+		if from != nil {
+			return n, from, nil // a datagram arrived as we gave up: not lost
+		}
+		return 0, nil, opError("read", pp.network, pp.c.LocalAddr(), nil, werr)
+	}
+	return n, from, err
+}
+
+func (pp *portablePacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, error) {
+	var n int
+	var err error
+	werr := t.blockingCall(func() { n, err = pp.c.WriteTo(b, addr) },
+		func() { pp.c.SetWriteDeadline(aLongTimeAgo) },
+		func() { pp.c.SetWriteDeadline(time.Time{}) })
+	if werr != nil {
+		return n, opError("write", pp.network, pp.c.LocalAddr(), addr, werr)
+	}
+	return n, err
+}
+
+func (pp *portablePacketConn) localAddr() net.Addr { return pp.c.LocalAddr() }
+func (pp *portablePacketConn) close() error        { return pp.c.Close() }
+
+// portableFile is a pipe end as an *os.File, which the Go runtime's own
+// poller serves when the fd is non-blocking, so deadlines interrupt it.
+type portableFile struct{ f *os.File }
+
+func (pf *portableFile) read(t *Task, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var n int
+	var err error
+	werr := t.blockingCall(func() { n, err = pf.f.Read(b) },
+		func() { pf.f.SetReadDeadline(aLongTimeAgo) },
+		func() { pf.f.SetReadDeadline(time.Time{}) })
+	if werr != nil {
+		if n > 0 {
+			return n, nil
+		}
+		return 0, &os.PathError{Op: "read", Path: pf.f.Name(), Err: werr}
+	}
+	if err == io.EOF {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+func (pf *portableFile) write(t *Task, b []byte) (int, error) {
+	var n int
+	var err error
+	werr := t.blockingCall(func() { n, err = pf.f.Write(b) },
+		func() { pf.f.SetWriteDeadline(aLongTimeAgo) },
+		func() { pf.f.SetWriteDeadline(time.Time{}) })
+	if werr != nil {
+		return n, &os.PathError{Op: "write", Path: pf.f.Name(), Err: werr}
+	}
+	return n, err
+}
+
+func (pf *portableFile) close() error { return pf.f.Close() }

@@ -1,0 +1,212 @@
+package weft
+
+// Off-loop work. Offload runs a function on a pool of goroutines that
+// belongs to the Run, and suspends the task until it returns. The pool
+// starts workers on demand, up to its bound, and keeps idle ones until Run
+// ends, when it stops them all and waits for them: no goroutine outlives
+// Run. Jobs beyond the bound wait in FIFO order.
+//
+// While a job is in flight the loop counts it as external work: Run does
+// not end, and the loop sleeps in the kernel instead of reporting a
+// deadlock. The job's result comes back through the inbox.
+
+import (
+	"io/fs"
+	"os"
+	"runtime"
+	"sync"
+)
+
+type offloadPool struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	jobs    queue[func()] // guarded by mu
+	idle    int           // guarded by mu: workers waiting for a job
+	workers int           // guarded by mu: started and not exited
+	max     int           // immutable
+	closed  bool          // guarded by mu
+	wg      sync.WaitGroup
+}
+
+func newOffloadPool(max int) *offloadPool {
+	p := &offloadPool{max: max}
+	p.cond.L = &p.mu
+	return p
+}
+
+// defaultOffloadWorkers is the pool bound when WithOffloadWorkers is not
+// given: enough for the machine's cores, and at least 4 so that a few
+// blocking calls (files, DNS) do not queue behind one another on small
+// machines.
+func defaultOffloadWorkers() int {
+	return max(4, runtime.GOMAXPROCS(0))
+}
+
+// submit queues job and makes sure a worker will run it.
+func (p *offloadPool) submit(job func()) {
+	p.mu.Lock()
+	p.jobs.push(job)
+	switch {
+	case p.idle > 0:
+		p.cond.Signal()
+	case p.workers < p.max:
+		p.workers++
+		p.wg.Add(1)
+		go p.work()
+	}
+	p.mu.Unlock()
+}
+
+func (p *offloadPool) work() {
+	defer p.wg.Done()
+	p.mu.Lock()
+	for {
+		for p.jobs.len() == 0 && !p.closed {
+			p.idle++
+			p.cond.Wait()
+			p.idle--
+		}
+		job, ok := p.jobs.pop()
+		if !ok { // closed and drained
+			p.workers--
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		job()
+		p.mu.Lock()
+	}
+}
+
+// close stops the workers once the queue is empty and waits for them.
+func (p *offloadPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// extOp is one piece of off-loop work a task waits for.
+type extOp struct {
+	t    *Task
+	gen  uint32 // the wait generation the task waits with
+	done bool   // loop-owned: fn has returned
+}
+
+// startExternal runs fn off the loop as external work of t's loop: start
+// launches it (on the pool, or on a goroutine of its own for operations that
+// may block indefinitely). fn must be safe off the loop. When it returns, the
+// loop marks op done and wakes t if t is waiting for it.
+func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
+	l.external++
+	start(func() {
+		fn()
+		// If the loop has ended (only when Run unwinds after a Goexit), the
+		// post is refused and there is nobody left to tell.
+		l.post(func() {
+			l.external--
+			op.done = true
+			t := op.t
+			if t.waitGen == op.gen && t.state == stateWaiting && t.waitKind == waitExternal {
+				l.ready(t)
+			}
+		})
+	})
+}
+
+// waitExternal suspends t until op is done. It returns the error of an
+// interruption (cancellation, unwinding); op then runs on.
+func (t *Task) waitExternal(op *extOp) error {
+	if op.done {
+		return nil
+	}
+	t.waitGen++
+	op.gen = t.waitGen
+	return t.block(waitExternal)
+}
+
+// finishExternal waits, with cancellation held back, until op is done; it is
+// for operations that use the caller's memory and must end before the call
+// returns. interrupt makes op return early (a deadline in the past).
+func (t *Task) finishExternal(op *extOp, interrupt func()) {
+	interrupt()
+	x := t.extra()
+	x.protect++
+	for !op.done && !t.loop.aborted {
+		t.waitExternal(op)
+	}
+	x.protect--
+}
+
+// Offload runs f on a goroutine of the Run's bounded pool and suspends the
+// task until f returns, then returns f's result. Use it for work that would
+// block the loop: CPU-heavy computation, blocking system calls, cgo, libraries
+// without a weft API. f must not use the Task (it runs on another goroutine)
+// but may use t.Context(). A panic in f becomes a *PanicError.
+//
+// While f runs, Run stays alive. The pool's size is set by
+// WithOffloadWorkers (default: GOMAXPROCS, at least 4); calls beyond it
+// wait their turn in FIFO order.
+//
+// Offload is a cancellation point. If the task is cancelled while f runs,
+// Offload returns the cause (matching context.Canceled) at once; f cannot
+// be stopped from outside, so it runs on to completion (pass it
+// t.Context() to let it notice), its result is dropped, and Run still
+// waits for it before returning, so that no goroutine outlives Run.
+func Offload[T any](t *Task, f func() (T, error)) (T, error) {
+	t.check("Offload")
+	if f == nil {
+		panic("weft: Offload called with a nil function")
+	}
+	if err := t.cancelPoint(); err != nil {
+		var zero T
+		return zero, err
+	}
+	l := t.loop
+	if l.aborted {
+		var zero T
+		return zero, errAborted
+	}
+	var v T
+	var ferr error
+	op := &extOp{t: t}
+	l.startExternal(op, l.pool.submit, func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ferr = newPanicError(r)
+			}
+		}()
+		v, ferr = f()
+	})
+	if err := t.waitExternal(op); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, ferr
+}
+
+// ReadFile reads the named file off the loop (through Offload) and returns
+// its contents, like os.ReadFile: a missing file gives an error matching
+// fs.ErrNotExist. It is a cancellation point, as Offload is.
+func ReadFile(t *Task, name string) ([]byte, error) {
+	t.check("ReadFile")
+	return Offload(t, func() ([]byte, error) { return os.ReadFile(name) })
+}
+
+// WriteFile writes data to the named file off the loop (through Offload),
+// creating it with perm if needed and truncating it otherwise, like
+// os.WriteFile. It is a cancellation point, as Offload is: if the task is
+// cancelled, the write may still complete.
+func WriteFile(t *Task, name string, data []byte, perm fs.FileMode) error {
+	t.check("WriteFile")
+	_, err := Offload(t, func() (struct{}, error) { return struct{}{}, os.WriteFile(name, data, perm) })
+	return err
+}
+
+// WithOffloadWorkers bounds the goroutines that run Offload calls (and the
+// file and name-resolution calls built on it) for one Run. n < 1 means the
+// default.
+func WithOffloadWorkers(n int) Option {
+	return func(o *options) { o.offloadWorkers = n }
+}

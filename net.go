@@ -206,16 +206,23 @@ func (c *Conn) Write(t *Task, b []byte) (int, error) {
 func (c *Conn) ReadWriter(t *Task) io.ReadWriter {
 	t.check("ReadWriter")
 	sameLoop(t, c.loop, "Conn")
-	return &taskRW{c: c, t: t}
+	return &taskRW{rw: c, t: t}
 }
 
+// taskIO is what Conn and File share: reads and writes on behalf of a task.
+type taskIO interface {
+	Read(t *Task, b []byte) (int, error)
+	Write(t *Task, b []byte) (int, error)
+}
+
+// taskRW binds a taskIO to one task, as an io.ReadWriter.
 type taskRW struct {
-	c *Conn
-	t *Task
+	rw taskIO
+	t  *Task
 }
 
-func (rw *taskRW) Read(b []byte) (int, error)  { return rw.c.Read(rw.t, b) }
-func (rw *taskRW) Write(b []byte) (int, error) { return rw.c.Write(rw.t, b) }
+func (rw *taskRW) Read(b []byte) (int, error)  { return rw.rw.Read(rw.t, b) }
+func (rw *taskRW) Write(b []byte) (int, error) { return rw.rw.Write(rw.t, b) }
 
 // CloseWrite shuts down the writing side: the peer reads EOF, and reading
 // from c still works (a half-close).

@@ -2,6 +2,7 @@ package weft
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -95,6 +96,13 @@ func (f *File) Close() error {
 		return osf.Close()
 	}
 	return closeFD(f.fd)
+}
+
+// ReadWriter returns an io.ReadWriter that reads and writes f on behalf of
+// t, for bufio and io.Copy. Like t, it may be used only by t's own task.
+func (f *File) ReadWriter(t *Task) io.ReadWriter {
+	t.check("ReadWriter")
+	return &taskRW{rw: f, t: t}
 }
 
 // Fd returns the pipe end's file descriptor (-1 on systems where it has

@@ -81,8 +81,9 @@ var (
 	// with Go instead.
 	ErrNestedRun = errors.New("weft: Run called from inside a task; use Go to start a child task")
 
-	errAborted = errors.New("weft: Run is unwinding after runtime.Goexit in a task")
-	errGoexit  = errors.New("weft: task called runtime.Goexit")
+	errAborted     = errors.New("weft: Run is unwinding after runtime.Goexit in a task")
+	errBadInterval = errors.New("weft: WithSwitchInterval: the interval must be positive")
+	errGoexit      = errors.New("weft: task called runtime.Goexit")
 )
 
 func (l *loop) isDeadlockErr(err error) bool {

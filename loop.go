@@ -56,7 +56,8 @@ const pollEvery = 61
 const maxIdleCoros = 1024
 
 type loop struct {
-	runq    queue[*Task] // runnable tasks, FIFO
+	runq    queue[*Task] // runnable interactive tasks, FIFO (see sched.go)
+	batchq  queue[*Task] // runnable batch tasks, FIFO
 	current *Task        // the running task, nil while the scheduler runs
 	root    Task         // sentinel parent of main: every live task descends from it
 	main    *Task
@@ -81,6 +82,21 @@ type loop struct {
 	failures []*Task      // tasks that failed, in the order they finished
 	ids      uint32       // last task id given out
 
+	// Scheduling (sched.go).
+	interval   int64 // the switch interval, ns
+	epoch      uint64
+	budget     int32 // ready results the running task may still take
+	batchDue   bool  // the batch lane has waited an interval
+	batchRanAt int64 // when a batch task last ran (-1: just now, not yet stamped)
+	cpLeft     int32 // fast Checkpoints before the next slow one
+	cpStride   int32 // fast Checkpoints between slow ones
+	cpLast     int64 // when the last slow Checkpoint ran
+	sliceOwner *Task // the task whose run sliceStart dates
+	sliceEpoch uint64
+	sliceStart int64
+	sliceWakes uint64 // wakes when the slice started
+	wakes      uint64 // tasks woken by events (not those that gave way)
+
 	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
 	aborted  bool           // Run is unwinding after a Goexit in a task
 
@@ -94,7 +110,8 @@ type loop struct {
 	spare    []func() // loop-owned: the previous inbox slice, for reuse
 	closed   bool     // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
-	sleeping atomic.Bool // the loop is (about to be) blocked in the kernel
+	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
+	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 
 func newLoop(o options) (*loop, error) {
@@ -112,11 +129,15 @@ func newLoop(o options) (*loop, error) {
 	}
 	l.root.loop = l
 	l.root.state = stateRunning
+	l.interval = int64(o.interval)
+	if l.interval <= 0 {
+		l.interval = int64(DefaultSwitchInterval)
+	}
 	workers := o.offloadWorkers
 	if workers < 1 {
 		workers = defaultOffloadWorkers()
 	}
-	l.pool = newOffloadPool(workers)
+	l.pool = newOffloadPool(workers, !o.noSpareProcs)
 	return l, nil
 }
 
@@ -133,7 +154,9 @@ func (l *loop) post(fn func()) bool {
 	l.inboxLen.Store(int32(len(l.inbox)))
 	l.inboxMu.Unlock()
 	// Pairs with block: either we see sleeping and wake the poller, or the
-	// loop sees inboxLen > 0 before it sleeps.
+	// loop sees inboxLen > 0 before it sleeps. A running task that is busy
+	// computing sees preempt at its next Checkpoint.
+	l.preempt.Store(1)
 	if l.sleeping.Load() {
 		l.poller.Wake()
 	}
@@ -153,8 +176,13 @@ func (l *loop) drainInbox() {
 	l.spare = batch[:0]
 }
 
-// ready makes t runnable at the back of the run queue.
+// ready makes t runnable at the back of the (interactive) run queue. A
+// task that was waiting has been woken by an event: that is counted, so that
+// a CPU-bound task's next Checkpoint gives way to it.
 func (l *loop) ready(t *Task) {
+	if t.state == stateWaiting {
+		l.wakes++
+	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
 	l.runq.push(t)
@@ -171,20 +199,23 @@ func (l *loop) pick() *Task {
 		l.ticks = 0
 		l.pollNow()
 	}
-	t, ok := l.runq.pop()
+	t, ok := l.popRunnable()
 	if !ok {
 		return nil
 	}
 	return t
 }
 
-// pollNow collects ready fds and due timers without blocking.
+// pollNow collects ready fds and due timers without blocking, and checks
+// whether the batch lane is due.
 func (l *loop) pollNow() {
 	if l.fds.waiting > 0 {
 		l.pollKernel(0)
 	}
-	if l.timers.len() > 0 {
-		l.fireTimers()
+	if l.timers.len() > 0 || l.batchq.len() > 0 {
+		now := l.clock.Nanotime()
+		l.fireTimersAt(now)
+		l.checkBatchDue(now)
 	}
 }
 
@@ -194,6 +225,13 @@ func (l *loop) resume(t *Task, nested bool) {
 	t.nested = nested
 	t.state = stateRunning
 	l.current = t
+	l.epoch++
+	l.budget = taskBudget
+	if x := t.x; x != nil && x.checkpoints {
+		// A CPU-bound task: its use of the loop counts from now.
+		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
+		l.sliceWakes = l.wakes
+	}
 	var done bool
 	if t.co == nil {
 		t.co = l.coroutine()
@@ -314,8 +352,10 @@ func (l *loop) block() {
 }
 
 // fireTimers wakes the tasks whose sleeps are due and runs due callbacks.
-func (l *loop) fireTimers() {
-	now := l.clock.Nanotime()
+func (l *loop) fireTimers() { l.fireTimersAt(l.clock.Nanotime()) }
+
+// fireTimersAt is fireTimers with the time already read.
+func (l *loop) fireTimersAt(now int64) {
 	for {
 		tm := l.timers.peek()
 		if tm == nil || tm.when > now {

@@ -94,6 +94,7 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 		n, err := unix.Read(fd.fd, b)
 		switch err {
 		case nil:
+			t.spend()
 			if n == 0 {
 				return 0, io.EOF
 			}
@@ -138,6 +139,7 @@ func (fd *netFD) write(t *Task, b []byte) (int, error) {
 		}
 		return written, fd.opErr("write", os.NewSyscallError("write", err))
 	}
+	t.spend()
 	return written, nil
 }
 
@@ -339,6 +341,7 @@ func (ln *fdListener) accept(t *Task) (connImpl, error) {
 		s, _, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		switch err {
 		case nil:
+			t.spend()
 			return newStreamConn(t, s, ln.k)
 		case unix.EINTR, unix.ECONNABORTED:
 			continue
@@ -513,6 +516,7 @@ func (c *fdPacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error) {
 		n, from, err := unix.Recvfrom(fd.fd, b, 0)
 		switch err {
 		case nil:
+			t.spend()
 			return n, addrOf(c.k, from), nil
 		case unix.EINTR:
 			continue
@@ -539,6 +543,7 @@ func (c *fdPacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, error) {
 		err := unix.Sendto(fd.fd, b, unix.MSG_NOSIGNAL, sa)
 		switch err {
 		case nil:
+			t.spend()
 			return len(b), nil
 		case unix.EINTR:
 			continue

@@ -18,18 +18,19 @@ import (
 )
 
 type offloadPool struct {
-	mu      sync.Mutex
-	cond    sync.Cond
-	jobs    queue[func()] // guarded by mu
-	idle    int           // guarded by mu: workers waiting for a job
-	workers int           // guarded by mu: started and not exited
-	max     int           // immutable
-	closed  bool          // guarded by mu
-	wg      sync.WaitGroup
+	spareProcs bool // immutable: each worker adds a P (see reserveProc)
+	mu         sync.Mutex
+	cond       sync.Cond
+	jobs       queue[func()] // guarded by mu
+	idle       int           // guarded by mu: workers waiting for a job
+	workers    int           // guarded by mu: started and not exited
+	max        int           // immutable
+	closed     bool          // guarded by mu
+	wg         sync.WaitGroup
 }
 
-func newOffloadPool(max int) *offloadPool {
-	p := &offloadPool{max: max}
+func newOffloadPool(max int, spareProcs bool) *offloadPool {
+	p := &offloadPool{max: max, spareProcs: spareProcs}
 	p.cond.L = &p.mu
 	return p
 }
@@ -52,6 +53,9 @@ func (p *offloadPool) submit(job func()) {
 	case p.workers < p.max:
 		p.workers++
 		p.wg.Add(1)
+		if p.spareProcs {
+			reserveProc()
+		}
 		go p.work()
 	}
 	p.mu.Unlock()
@@ -59,6 +63,9 @@ func (p *offloadPool) submit(job func()) {
 
 func (p *offloadPool) work() {
 	defer p.wg.Done()
+	if p.spareProcs {
+		defer releaseProc()
+	}
 	p.mu.Lock()
 	for {
 		for p.jobs.len() == 0 && !p.closed {
@@ -85,6 +92,50 @@ func (p *offloadPool) close() {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// Offloaded CPU work must not starve the loops. When every P (the Go
+// runtime's processors, GOMAXPROCS of them) runs CPU-bound work, a loop that
+// I/O wakes finds no P free and waits for the runtime's 10 ms preemption;
+// with one P to spare, it runs at once and the kernel's scheduler favours
+// its thread, which was asleep. So each running Offload worker brings a P
+// of its own: while a pool has W workers, weft raises GOMAXPROCS by W above
+// what it was, and lowers it again as they exit (when their Run ends). The
+// workers can then fill every core with CPU work, and the loops, like any
+// other goroutine of the program, still find the Ps they had. The count is
+// process-wide, since GOMAXPROCS is; it is left alone if someone else
+// changed GOMAXPROCS meanwhile. WithSpareProcs(false) turns it off.
+var procs struct {
+	mu       sync.Mutex
+	reserved int // workers holding a reservation, across all Runs
+	base     int // GOMAXPROCS before the first reservation
+}
+
+func reserveProc() {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	if procs.reserved == 0 {
+		procs.base = runtime.GOMAXPROCS(0)
+	}
+	procs.reserved++
+	runtime.GOMAXPROCS(procs.base + procs.reserved)
+}
+
+func releaseProc() {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	procs.reserved--
+	if runtime.GOMAXPROCS(0) == procs.base+procs.reserved+1 {
+		runtime.GOMAXPROCS(procs.base + procs.reserved)
+	}
+}
+
+// WithSpareProcs says whether Offload workers raise GOMAXPROCS by one each
+// while they exist (the default: true). See Offload. Turn it off when the
+// program manages GOMAXPROCS itself; offloaded CPU work that fills every P
+// can then delay the loop by up to the runtime's 10 ms preemption.
+func WithSpareProcs(on bool) Option {
+	return func(o *options) { o.noSpareProcs = !on }
 }
 
 // extOp is one piece of off-loop work a task waits for.
@@ -147,7 +198,10 @@ func (t *Task) finishExternal(op *extOp, interrupt func()) {
 //
 // While f runs, Run stays alive. The pool's size is set by
 // WithOffloadWorkers (default: GOMAXPROCS, at least 4); calls beyond it
-// wait their turn in FIFO order.
+// wait their turn in FIFO order. CPU-heavy f may fill every core: each
+// worker raises GOMAXPROCS by one while it exists, so that a loop woken by
+// I/O still finds a processor free at once (see WithSpareProcs). Blocking
+// f (sleeps, files) run in parallel up to the pool's size.
 //
 // Offload is a cancellation point. If the task is cancelled while f runs,
 // Offload returns the cause (matching context.Canceled) at once; f cannot

@@ -295,6 +295,8 @@ func (p *Promise[T]) Await(t *Task) (T, error) {
 			var zero T
 			return zero, err
 		}
+	} else {
+		t.spend()
 	}
 	return p.result()
 }

@@ -16,6 +16,16 @@ func (q *queue[T]) push(v T) {
 	q.size++
 }
 
+// pushFront puts v at the head, to be popped next.
+func (q *queue[T]) pushFront(v T) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.head = (q.head - 1) & (len(q.buf) - 1)
+	q.buf[q.head] = v
+	q.size++
+}
+
 func (q *queue[T]) pop() (T, bool) {
 	var zero T
 	if q.size == 0 {

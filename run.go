@@ -19,6 +19,9 @@ type options struct {
 	backend        poller.Kind
 	clock          clock.Clock
 	offloadWorkers int
+	interval       time.Duration
+	noSpareProcs   bool
+	err            error // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are
@@ -65,6 +68,9 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if o.err != nil {
+		return zero, o.err
 	}
 	l, err := newLoop(o)
 	if err != nil {

@@ -43,16 +43,19 @@ type Task struct {
 // about a third of a nanosecond per byte, more than anything else in a
 // spawn but the coroutine switch).
 type taskExtra struct {
-	wakeErr   error        // delivered by interrupt to the current wait
-	cancelErr error        // the cancellation cause; see cancel.go
-	protect   int32        // depth of Protect calls: cancellation is held back while > 0
-	scope     *cancelScope // the innermost Group body the task's code is in
-	fdMode    poller.Mode
-	fd        int          // fd waited on (state waiting, waitFD)
-	deadline  int64        // loop-clock deadline from an enclosing Timeout; 0 if none
-	timer     timer        // the task's sleep
-	ctx       *taskContext // created by Context on first use
-	w         *waitState   // promise waits, made on the first one
+	wakeErr     error        // delivered by interrupt to the current wait
+	cancelErr   error        // the cancellation cause; see cancel.go
+	protect     int32        // depth of Protect calls: cancellation is held back while > 0
+	scope       *cancelScope // the innermost Group body the task's code is in
+	fdMode      poller.Mode
+	fd          int          // fd waited on (state waiting, waitFD)
+	deadline    int64        // loop-clock deadline from an enclosing Timeout; 0 if none
+	timer       timer        // the task's sleep
+	ctx         *taskContext // created by Context on first use
+	w           *waitState   // promise waits, made on the first one
+	cpu         int64        // ns run at Checkpoints since the task last waited (sched.go)
+	batch       bool         // in (or last queued in) the batch lane
+	checkpoints bool         // has taken the slow path of Checkpoint: time its runs
 }
 
 func (t *Task) extra() *taskExtra {
@@ -236,6 +239,9 @@ func (t *Task) Yield() error {
 		return err
 	}
 	l := t.loop
+	if x := t.x; x != nil {
+		x.cpu, x.batch = 0, false // it gives way on its own: interactive
+	}
 	l.ready(t)
 	l.suspend(t)
 	if err := t.takeWakeErr(); err != nil {
@@ -278,6 +284,9 @@ func (t *Task) Now() time.Time {
 func (t *Task) block(kind waitKind) error {
 	t.state = stateWaiting
 	t.waitKind = kind
+	if x := t.x; x != nil {
+		x.cpu, x.batch = 0, false // it waits on its own: interactive again
+	}
 	t.loop.suspend(t)
 	return t.takeWakeErr()
 }

@@ -37,6 +37,27 @@ func TestTimerHeapOrdersByDeadlineThenFIFO(t *testing.T) {
 	}
 }
 
+func TestQueuePushFrontIsPoppedNext(t *testing.T) {
+	var q queue[int]
+	for i := 0; i < 20; i++ {
+		q.push(i)
+	}
+	q.pop()
+	q.pushFront(-1)
+	for i := 0; i < 40; i++ {
+		q.pushFront(-2 - i)
+	}
+	if v, _ := q.pop(); v != -41 {
+		t.Fatalf("pop after pushFront = %d", v)
+	}
+	for q.len() > 20 {
+		q.pop()
+	}
+	if v, _ := q.pop(); v != -1 {
+		t.Fatalf("order lost across growth: %d", v)
+	}
+}
+
 func TestQueueIsFIFOAcrossGrowth(t *testing.T) {
 	var q queue[int]
 	next := 0

@@ -1,0 +1,217 @@
+package weft
+
+// The scheduler: lanes, checkpoints, the switch interval and the budget.
+//
+// A loop runs one task at a time, like CPython's GIL, and must not repeat
+// the GIL's convoy effect, where a CPU-bound thread makes an I/O-bound one
+// wait a whole switch interval after every I/O. So:
+//
+//   - Two lanes. A task made runnable by an event (fd ready, timer due,
+//     promise settled, a wake from another goroutine) or that suspended on its
+//     own (Yield, a wait, Go) is interactive. A task forced off at a
+//     Checkpoint after using a whole switch interval since it last waited is
+//     batch. The loop runs interactive tasks first; a batch task runs when no
+//     interactive one is runnable, and at least once per interval whatever
+//     happens (checked at the loop's periodic poll), so neither lane starves.
+//     A batch task that later waits or yields on its own is interactive
+//     again. Lane choice depends only on these events, so the same events
+//     give the same schedule.
+//
+//   - Checkpoint is where a CPU-bound task offers the loop. Its fast path is
+//     a counter decrement and a flag load (a few nanoseconds). Every so many
+//     calls it takes the slow path: it reads the clock, polls the kernel
+//     without blocking, fires due timers and drains the inbox, and switches
+//     if an event has woken a task since the running one got the loop (at
+//     once: this is what defeats the convoy) or if the task has used its
+//     interval and another task waits. Tasks that are runnable only because
+//     they gave way themselves (other CPU-bound tasks, new tasks) do not cut
+//     a slice short: CPU-bound tasks share the loop by the interval. The number of fast calls between slow ones adapts so that the
+//     slow path runs about every pollPeriod of the caller's time, whatever
+//     the work between two calls. Wakes from other goroutines and
+//     cancellations set the flag, so the next call sees them.
+//
+//   - A budget: a task that keeps finding results ready (awaiting settled
+//     promises, reads that return data at once) is made to yield after
+//     taskBudget of them without suspending, as Tokio does, so one busy
+//     connection cannot starve the rest.
+
+import "time"
+
+const (
+	// DefaultSwitchInterval is how long a task may hold the loop, at
+	// Checkpoints, while other tasks wait: CPython's default. (Go's runtime
+	// preempts after 10 ms.)
+	DefaultSwitchInterval = 5 * time.Millisecond
+
+	// taskBudget is how many ready results a task may take in a row before
+	// it must yield (Tokio uses 128).
+	taskBudget = 128
+
+	// pollPeriod is how often, in a CPU-bound task's own time, Checkpoint
+	// looks at the kernel and the timers: a small fraction of the interval,
+	// for a few percent of the CPU (a poll costs about a microsecond).
+	pollPeriod = 50 * time.Microsecond
+
+	// maxCheckpointStride bounds the fast Checkpoint calls between two slow
+	// ones, so that a task calling it in a tight loop still polls.
+	maxCheckpointStride = 1 << 16
+)
+
+// readyBatch makes t runnable in the batch lane.
+func (l *loop) readyBatch(t *Task) {
+	t.extra().batch = true
+	t.state = stateRunnable
+	t.waitKind = waitNone
+	l.batchq.push(t)
+}
+
+// popRunnable takes the next task: interactive first, unless the batch lane
+// is due (it has waited an interval) or the interactive lane is empty.
+func (l *loop) popRunnable() (*Task, bool) {
+	if l.batchq.len() > 0 && (l.batchDue || l.runq.len() == 0) {
+		l.batchDue = false
+		l.batchRanAt = -1 // stamped at the next poll; see checkBatchDue
+		return l.batchq.pop()
+	}
+	return l.runq.pop()
+}
+
+// checkBatchDue marks the batch lane due when it has waited an interval.
+func (l *loop) checkBatchDue(now int64) {
+	if l.batchq.len() == 0 {
+		l.batchRanAt = now
+		return
+	}
+	if l.batchRanAt < 0 {
+		l.batchRanAt = now
+	}
+	if now-l.batchRanAt >= l.interval {
+		l.batchDue = true
+	}
+}
+
+// Checkpoint offers the loop to other tasks, for a task doing CPU-bound
+// work: call it every so often (every thousand iterations of an inner loop,
+// say). When no switch is due it returns at once, in a few nanoseconds.
+//
+// It switches in two cases. At once, if an interactive task is waiting: an
+// fd became ready, a timer fell due, a promise was settled from another
+// goroutine. And when the task has held the loop for the switch interval
+// (see WithSwitchInterval) since it last waited and another task is
+// runnable: the task then goes to the batch lane, behind interactive tasks.
+// Meanwhile Checkpoint keeps the loop's view of fds and timers fresh,
+// polling the kernel without blocking about every 50 µs of the task's time.
+//
+// Checkpoint is a cancellation point: if the task has been cancelled it
+// returns the cause (matching context.Canceled).
+func (t *Task) Checkpoint() error {
+	t.check("Checkpoint")
+	l := t.loop
+	if l.cpLeft--; l.cpLeft > 0 && l.preempt.Load() == 0 && !t.cancelled {
+		return nil
+	}
+	return t.checkpoint()
+}
+
+// checkpoint is Checkpoint's slow path.
+func (t *Task) checkpoint() error {
+	if err := t.cancelPoint(); err != nil {
+		return err
+	}
+	l := t.loop
+	l.preempt.Store(0)
+	now := l.clock.Nanotime()
+
+	// Adapt the stride so that slow paths come about every pollPeriod.
+	if dt := now - l.cpLast; l.cpLast != 0 && dt > 0 {
+		stride := int64(l.cpStride) * int64(pollPeriod) / dt
+		l.cpStride = int32(min(max(stride, 1), maxCheckpointStride))
+	} else if l.cpStride < maxCheckpointStride {
+		l.cpStride = max(2*l.cpStride, 1)
+	}
+	l.cpLast = now
+	l.cpLeft = l.cpStride
+
+	// What happened meanwhile.
+	if l.inboxLen.Load() != 0 {
+		l.drainInbox()
+	}
+	if l.fds.waiting > 0 {
+		l.pollKernel(0)
+	}
+	if l.timers.len() > 0 {
+		l.fireTimersAt(now)
+	}
+	l.checkBatchDue(now)
+	if err := t.cancelPoint(); err != nil {
+		return err
+	}
+
+	// The task's use of the loop since it last waited.
+	x := t.extra()
+	x.checkpoints = true
+	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
+		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
+		l.sliceWakes = l.wakes
+	}
+	x.cpu += now - l.sliceStart
+	l.sliceStart = now
+
+	switch {
+	case l.wakes != l.sliceWakes && l.runq.len() > 0, l.batchDue && l.batchq.len() > 0:
+		// An event woke a task (or the batch lane is due): give way now.
+		if x.cpu >= l.interval {
+			x.cpu = 0
+			l.readyBatch(t)
+		} else {
+			l.requeue(t)
+		}
+	case x.cpu >= l.interval && (l.batchq.len() > 0 || l.runq.len() > 0):
+		// A whole interval used, and others wait their turn.
+		x.cpu = 0
+		l.readyBatch(t)
+	default:
+		return nil
+	}
+	l.suspend(t)
+	return t.cancelPoint()
+}
+
+// requeue puts a task forced off at a Checkpoint before using its interval
+// (an event woke another task) at the head of the batch lane: the woken
+// interactive tasks run first, and then it resumes where it was cut short,
+// ahead of the other CPU-bound tasks, keeping the time it used (x.cpu)
+// towards its interval.
+func (l *loop) requeue(t *Task) {
+	t.extra().batch = true
+	t.state = stateRunnable
+	t.waitKind = waitNone
+	l.batchq.pushFront(t)
+}
+
+// spend takes one ready result from the running task's budget; when the
+// budget is gone the task yields (to the back of the interactive lane)
+// before it continues. It is not a cancellation point.
+func (t *Task) spend() {
+	l := t.loop
+	if l.budget--; l.budget > 0 {
+		return
+	}
+	l.ready(t)
+	l.suspend(t)
+}
+
+// WithSwitchInterval sets how long a task may hold the loop at its
+// Checkpoints while other tasks are runnable, before it must give way
+// (default DefaultSwitchInterval, 5 ms). A shorter interval shares the
+// loop among CPU-bound tasks more finely, at the cost of more switches;
+// interactive tasks do not wait for it either way. d must be positive.
+func WithSwitchInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.err = errBadInterval
+			return
+		}
+		o.interval = d
+	}
+}

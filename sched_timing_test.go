@@ -1,0 +1,189 @@
+package weft_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// Tests of the scheduler against the real clock. Their bounds are generous
+// (medians, several times the expected value) and they skip under the race
+// detector, which slows everything tenfold.
+
+func skipTimingUnderRace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("timing test: meaningless under the race detector")
+	}
+}
+
+// spin is a CPU-bound task: n++/n-- with a Checkpoint every 1000 iterations,
+// until stop is set; it returns how many thousands it did.
+func spin(stop *atomic.Bool) func(*weft.Task) (int, error) {
+	return func(t *weft.Task) (int, error) {
+		n, units := 0, 0
+		for !stop.Load() {
+			for i := 0; i < 1000; i++ {
+				n++
+				n--
+			}
+			units++
+			if err := t.Checkpoint(); err != nil {
+				return units, err
+			}
+		}
+		return units + n, nil
+	}
+}
+
+func TestTimerTaskIsResumedPromptlyBesideFourCPUTasks(t *testing.T) {
+	skipTimingUnderRace(t)
+	var stop atomic.Bool
+	var lags []time.Duration
+	var work []int
+	run(t, func(wt *weft.Task) {
+		var cpu []*weft.Promise[int]
+		for i := 0; i < 4; i++ {
+			cpu = append(cpu, weft.Go(wt, spin(&stop)))
+		}
+		for i := 0; i < 200; i++ {
+			want := time.Now().Add(time.Millisecond)
+			wt.Sleep(time.Millisecond)
+			lags = append(lags, time.Since(want))
+		}
+		stop.Store(true)
+		work, _ = weft.All(wt, cpu...)
+	}, weft.WithSwitchInterval(5*time.Millisecond))
+	slices.Sort(lags)
+	if median := lags[len(lags)/2]; median > time.Millisecond {
+		t.Fatalf("median timer lag %v beside four CPU tasks (p90 %v)", median, lags[len(lags)*9/10])
+	}
+	for i, w := range work {
+		if w < 10 {
+			t.Fatalf("CPU task %d made no progress: %v", i, work)
+		}
+	}
+}
+
+func TestCPUTasksShareTheLoop(t *testing.T) {
+	skipTimingUnderRace(t)
+	var stop atomic.Bool
+	var work []int
+	run(t, func(wt *weft.Task) {
+		a, b := weft.Go(wt, spin(&stop)), weft.Go(wt, spin(&stop))
+		wt.Sleep(200 * time.Millisecond)
+		stop.Store(true)
+		work, _ = weft.All(wt, a, b)
+	}, weft.WithSwitchInterval(time.Millisecond))
+	total := work[0] + work[1]
+	for i, w := range work {
+		if w*4 < total {
+			t.Fatalf("task %d got %d of %d units: not a fair share", i, w, total)
+		}
+	}
+}
+
+func TestBatchLaneProgressesBesideAlwaysRunnableTasks(t *testing.T) {
+	skipTimingUnderRace(t)
+	var stop atomic.Bool
+	var cpuWork int
+	run(t, func(wt *weft.Task) {
+		var busy []*weft.Promise[int]
+		for i := 0; i < 3; i++ {
+			busy = append(busy, weft.Go(wt, func(wt *weft.Task) (int, error) {
+				for !stop.Load() {
+					wt.Yield() // interactive for ever
+				}
+				return 0, nil
+			}))
+		}
+		cpu := weft.Go(wt, spin(&stop))
+		deadline := time.Now().Add(200 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			wt.Yield()
+		}
+		stop.Store(true)
+		weft.All(wt, busy...)
+		cpuWork, _ = cpu.Await(wt)
+	}, weft.WithSwitchInterval(2*time.Millisecond))
+	if cpuWork < 20 {
+		t.Fatalf("the CPU task starved beside always-runnable tasks: %d units in 200 ms", cpuWork)
+	}
+}
+
+func TestBudgetMakesATaskWithReadyResultsYield(t *testing.T) {
+	var seen []int
+	run(t, func(wt *weft.Task) {
+		ready := weft.Go(wt, func(*weft.Task) (int, error) { return 1, nil })
+		other := 0
+		weft.Go(wt, func(wt *weft.Task) (int, error) {
+			for i := 0; i < 10; i++ {
+				other++
+				wt.Yield()
+			}
+			return 0, nil
+		})
+		for i := 0; i < 1000; i++ {
+			ready.Await(wt) // settled: no suspension, but it spends the budget
+			seen = append(seen, other)
+		}
+	})
+	if seen[0] != seen[100] {
+		t.Fatalf("the task yielded within its budget: %v", seen[:130])
+	}
+	if seen[len(seen)-1] == seen[0] {
+		t.Fatal("a task awaiting settled promises never let the other run")
+	}
+}
+
+func TestOffloadedCPUWorkDoesNotStarveTheLoop(t *testing.T) {
+	skipTimingUnderRace(t)
+	var lags []time.Duration
+	run(t, func(wt *weft.Task) {
+		var jobs []*weft.Promise[int]
+		for i := 0; i < 4; i++ {
+			jobs = append(jobs, weft.Go(wt, func(wt *weft.Task) (int, error) {
+				return weft.Offload(wt, func() (int, error) {
+					n := 0
+					for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+						n++
+					}
+					return n, nil
+				})
+			}))
+		}
+		for i := 0; i < 100; i++ {
+			want := time.Now().Add(time.Millisecond)
+			wt.Sleep(time.Millisecond)
+			lags = append(lags, time.Since(want))
+		}
+		weft.All(wt, jobs...)
+	})
+	slices.Sort(lags)
+	if median := lags[len(lags)/2]; median > 2*time.Millisecond {
+		t.Fatalf("median timer lag %v while offloaded work fills every core (p90 %v)", median, lags[len(lags)*9/10])
+	}
+}
+
+func TestCheckpointReturnsTheCancellation(t *testing.T) {
+	run(t, func(wt *weft.Task) {
+		var stop atomic.Bool
+		p := weft.Go(wt, spin(&stop))
+		p.Cancel()
+		if _, err := p.Await(wt); !errors.Is(err, context.Canceled) {
+			t.Fatalf("CPU task after Cancel = %v", err)
+		}
+	})
+}
+
+func TestWithSwitchIntervalRejectsNonPositive(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Millisecond} {
+		if _, err := weft.Run(func(*weft.Task) (int, error) { return 0, nil }, weft.WithSwitchInterval(d)); err == nil {
+			t.Errorf("WithSwitchInterval(%v) accepted", d)
+		}
+	}
+}

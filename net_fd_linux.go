@@ -117,14 +117,10 @@ func (fd *netFD) write(t *Task, b []byte) (int, error) {
 		if fd.closing.Load() {
 			return written, fd.opErr("write", net.ErrClosed)
 		}
-		var n int
-		var err error
-		if fd.kind == fdPipe {
-			n, err = unix.Write(fd.fd, b[written:])
-		} else {
-			// MSG_NOSIGNAL: a reset peer is an EPIPE error, not a signal.
-			n, err = unix.SendmsgN(fd.fd, b[written:], nil, nil, unix.MSG_NOSIGNAL)
-		}
+		// write(2), as the net package does: the Go runtime ignores
+		// SIGPIPE on descriptors other than 1 and 2, so a reset peer is an
+		// EPIPE error, never a signal that kills the process.
+		n, err := unix.Write(fd.fd, b[written:])
 		if n > 0 {
 			written += n
 		}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"github.com/weft-go/weft/internal/loadgen"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as a server child too: the tests
+// start it again as `bench.test serve KIND ADDR`, as the command does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == serveMode {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestServers runs each server briefly with 1 and 3 connections, through
+// runBench as the command does, and checks that echoes came back and were
+// counted. Every child has exited when runBench returns.
+func TestServers(t *testing.T) {
+	o := options{
+		duration: 200 * time.Millisecond,
+		warmup:   20 * time.Millisecond,
+		reps:     1,
+		servers:  serverKinds,
+		conns:    []int{1, 3},
+	}
+	var progress bytes.Buffer
+	results, err := runBench(context.Background(), o, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != len(serverKinds)*2 {
+		t.Fatalf("got %d results, want %d", len(results), len(serverKinds)*2)
+	}
+	for _, c := range results {
+		if c.verified <= 0 || c.roundTrips <= 0 || len(c.rates) != 1 || c.rates[0] <= 0 {
+			t.Errorf("%s, %d conns: verified %d, counted %d, rates %v", c.server, c.conns, c.verified, c.roundTrips, c.rates)
+		}
+		if c.hist.TotalCount != uint64(c.roundTrips) {
+			t.Errorf("%s, %d conns: %d latencies for %d round trips", c.server, c.conns, c.hist.TotalCount, c.roundTrips)
+		}
+		if p50, p99 := c.hist.Quantile(0.5), c.hist.Quantile(0.99); p50 <= 0 || p99 < p50 {
+			t.Errorf("%s, %d conns: p50 %v, p99 %v", c.server, c.conns, p50, p99)
+		}
+	}
+	var out bytes.Buffer
+	printTable(&out, results, false)
+	printTable(&out, results, true)
+	for _, want := range []string{"weft", "gnet-multicore", "1.00x", "| net | 3 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("progress:\n%s\n%s", progress.String(), out.String())
+}
+
+// TestStartChildUnknown checks that a child that fails at once is reported
+// and reaped.
+func TestStartChildUnknown(t *testing.T) {
+	if _, err := startChild("no-such-server"); err == nil {
+		t.Fatal("started an unknown server")
+	}
+}
+
+// TestLoadCancel checks that cancelling the context ends a measurement
+// early with the context's error, and that the child can still be stopped.
+func TestLoadCancel(t *testing.T) {
+	ch, err := startChild("net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = loadgen.Run(ctx, ch.addr, loadgen.Config{Conns: 2, Duration: time.Minute})
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("runLoad: %v, want the context's error", err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("runLoad took %v after cancel", el)
+	}
+	if err := ch.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParse checks the list flags.
+func TestParse(t *testing.T) {
+	o, err := parseFlags([]string{"-servers", "gnet,weft", "-conns", "50,1,50", "-reps", "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.servers, ",") != "weft,gnet" || len(o.conns) != 2 || o.conns[0] != 1 || o.conns[1] != 50 || o.reps != 2 {
+		t.Errorf("parsed %+v", o)
+	}
+	for _, bad := range [][]string{{"-servers", "nginx"}, {"-conns", "0"}, {"-reps", "0"}, {"extra"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+	if got := formatCount(1234567.4); got != "1,234,567" {
+		t.Errorf("formatCount = %q", got)
+	}
+	if got := formatLatency(1781800 * time.Nanosecond); got != "1.78ms" {
+		t.Errorf("formatLatency = %q", got)
+	}
+	if got := formatLatency(23700 * time.Nanosecond); got != "23.7µs" {
+		t.Errorf("formatLatency = %q", got)
+	}
+}

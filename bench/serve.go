@@ -1,0 +1,271 @@
+package main
+
+// The child side: `bench serve KIND ADDR` runs one echo server, prints
+// "listening ADDR" on stdout once it accepts connections, and serves until
+// its standard input reaches end of file (the parent closes it, or dies).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/echo"
+)
+
+// serveMode is the hidden first argument that makes the program a server.
+const serveMode = "serve"
+
+// listeningPrefix starts the one line a server child prints on stdout.
+const listeningPrefix = "listening "
+
+// bufferSize is the net server's per-connection buffer, the same as weft's
+// echo.BufferSize.
+const bufferSize = 16 << 10
+
+// serverKinds lists the servers in the order they are run and shown.
+var serverKinds = []string{"weft", "net", "gnet", "gnet-multicore"}
+
+// childMain runs the server named by args (KIND ADDR) and returns the
+// process's exit code.
+func childMain(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench serve KIND ADDR")
+		return 2
+	}
+	kind, addr := args[0], args[1]
+	// Stop when stdin ends: the parent closes it to stop us, and it ends
+	// too if the parent dies, so a child never outlives its parent. The
+	// goroutine ends with stdin.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	var err error
+	switch kind {
+	case "weft":
+		err = serveWeft(ctx, addr)
+	case "net":
+		err = serveNet(ctx, addr)
+	case "gnet":
+		err = serveGnet(ctx, addr, false)
+	case "gnet-multicore":
+		err = serveGnet(ctx, addr, true)
+	default:
+		err = fmt.Errorf("unknown server %q", kind)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
+		return 1
+	}
+	return 0
+}
+
+// announce tells the parent where the server listens.
+func announce(addr net.Addr) {
+	fmt.Printf("%s%s\n", listeningPrefix, addr)
+}
+
+// serveWeft runs weft's echo server (internal/echo) on one weft loop until
+// ctx ends. The listener is closed from outside the loop by
+// context.AfterFunc; no task ever waits on a channel.
+func serveWeft(ctx context.Context, addr string) error {
+	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
+		ln, err := weft.Listen(t, "tcp", addr)
+		if err != nil {
+			return struct{}{}, err
+		}
+		announce(ln.Addr())
+		stopClose := context.AfterFunc(ctx, func() { ln.Close() })
+		defer stopClose()
+		return struct{}{}, echo.Serve(t, ln)
+	})
+	return err
+}
+
+// serveNet runs a goroutine-per-connection echo server on the net package
+// until ctx ends, then closes every connection and waits for their
+// goroutines.
+func serveNet(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	announce(ln.Addr())
+	stopClose := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stopClose()
+
+	var (
+		mu    sync.Mutex
+		conns = make(map[net.Conn]struct{})
+		wg    sync.WaitGroup
+	)
+	var acceptErr error
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				acceptErr = err
+			}
+			break
+		}
+		mu.Lock()
+		conns[c] = struct{}{}
+		mu.Unlock()
+		wg.Go(func() {
+			netEcho(c)
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+		})
+	}
+	ln.Close()
+	mu.Lock()
+	for c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return acceptErr
+}
+
+// netEcho reads from c into a 16 KiB buffer and writes back what it read,
+// until the peer closes or an error occurs; then it closes c.
+func netEcho(c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, bufferSize)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// gnetEcho is gnet's echo handler: it writes back whatever arrived.
+type gnetEcho struct {
+	gnet.BuiltinEventEngine
+	booted chan gnet.Engine // receives the engine once, from OnBoot
+}
+
+// OnBoot hands the running engine to serveGnet.
+func (h *gnetEcho) OnBoot(eng gnet.Engine) gnet.Action {
+	h.booted <- eng // buffered: never blocks
+	return gnet.None
+}
+
+// OnTraffic echoes everything buffered on c.
+func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
+	buf, err := c.Next(-1)
+	if err != nil {
+		return gnet.Close
+	}
+	if _, err := c.Write(buf); err != nil {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// serveGnet runs gnet's echo server until ctx ends: with one event loop, or
+// with one per CPU when multicore is set.
+func serveGnet(ctx context.Context, addr string, multicore bool) error {
+	h := &gnetEcho{booted: make(chan gnet.Engine, 1)}
+	runErr := make(chan error, 1)
+	// The engine runs in this goroutine; it ends when the engine stops
+	// (below) or fails to start.
+	go func() {
+		runErr <- gnet.Run(h, "tcp://"+addr,
+			gnet.WithMulticore(multicore),
+			gnet.WithLogger(stderrLogger{}))
+	}()
+	var eng gnet.Engine
+	select {
+	case err := <-runErr:
+		if err == nil {
+			err = errors.New("gnet stopped before it booted")
+		}
+		return err
+	case eng = <-h.booted:
+	}
+	la, err := gnetAddr(eng)
+	if err != nil {
+		stopGnet(eng)
+		<-runErr
+		return err
+	}
+	announce(la)
+	select {
+	case err := <-runErr:
+		return err
+	case <-ctx.Done():
+	}
+	if err := stopGnet(eng); err != nil {
+		return err // the process exits; the engine goes with it
+	}
+	return <-runErr
+}
+
+// stopGnet stops a gnet engine, giving up after a few seconds.
+func stopGnet(eng gnet.Engine) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return eng.Stop(ctx)
+}
+
+// gnetAddr returns the address a gnet engine listens on (gnet does not
+// report the port it bound for ":0"): it asks a duplicate of the
+// listener's descriptor, then closes the duplicate.
+func gnetAddr(eng gnet.Engine) (net.Addr, error) {
+	fd, err := eng.Dup()
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "gnet-listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	return ln.Addr(), nil
+}
+
+// stderrLogger is gnet's logger in the child: warnings and errors go to
+// stderr, which the parent shares; stdout is kept for the address line.
+type stderrLogger struct{}
+
+// Debugf drops debug messages.
+func (stderrLogger) Debugf(string, ...any) {}
+
+// Infof drops informational messages (gnet prints a banner at start).
+func (stderrLogger) Infof(string, ...any) {}
+
+// Warnf prints a warning to stderr.
+func (stderrLogger) Warnf(format string, args ...any) { logf("WARN", format, args...) }
+
+// Errorf prints an error to stderr.
+func (stderrLogger) Errorf(format string, args ...any) { logf("ERROR", format, args...) }
+
+// Fatalf prints an error to stderr and exits.
+func (stderrLogger) Fatalf(format string, args ...any) {
+	logf("FATAL", format, args...)
+	os.Exit(1)
+}
+
+// logf writes one gnet log line to stderr.
+func logf(level, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "gnet %s: %s\n", level, fmt.Sprintf(format, args...))
+}

@@ -22,3 +22,6 @@ func BenchmarkManySleeps(b *testing.B) { benchmarks.ManySleeps(b) }
 
 func BenchmarkCancel(b *testing.B)        { benchmarks.Cancel(b) }
 func BenchmarkContextCancel(b *testing.B) { benchmarks.ContextCancel(b) }
+
+func BenchmarkCheckpoint(b *testing.B) { benchmarks.Checkpoint(b) }
+func BenchmarkGosched(b *testing.B)    { benchmarks.Gosched(b) }

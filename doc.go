@@ -43,6 +43,24 @@
 // returns when the task is cancelled. Awaiting a promise that has already
 // settled does not suspend, unlike await in JavaScript.
 //
+// # Fairness
+//
+// A loop is a scheduler, not a lock. A CPU-bound task should call
+// Checkpoint every so often (it costs a few nanoseconds when no switch is
+// due): when an event wakes another task (an fd is ready, a timer is due, a
+// promise is settled from elsewhere), the CPU-bound task gives way at its
+// next Checkpoint, within microseconds, rather than at the end of a time
+// slice; so I/O-bound tasks are not held up by CPU-bound ones (the "convoy
+// effect" of CPython's GIL). CPU-bound tasks share the loop by the switch
+// interval (WithSwitchInterval, 5 ms by default) in a batch lane that runs
+// behind interactive tasks but at least once per interval. A task that keeps
+// finding results ready (awaiting settled promises, reads that return at
+// once) yields after 128 of them. Heavy work can leave the loop altogether
+// with Offload, which runs it in parallel on other cores.
+//
+// Never block a task on a Go channel, a mutex or a blocking call: that
+// stalls every task of the loop. Use weft's waits, or Offload.
+//
 // # Errors and panics
 //
 // A task's error goes to whoever awaits its promise, and errors.Is works

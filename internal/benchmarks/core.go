@@ -26,6 +26,7 @@ var Core = []Pair{
 	{"spawn+await", SpawnAwait, GoroutineSpawnJoin, "Go + Await of a trivial task", "go statement + channel receive", "<= 0.5x, goal 0.25x"},
 	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.5x, goal 0.25x"},
 	{"spawn+cancel+await", Cancel, ContextCancel, "Go a sleeping task, Cancel it, Await it", "goroutine blocked on ctx.Done(), CancelFunc, wait", "report"},
+	{"checkpoint (no switch due)", Checkpoint, Gosched, "Task.Checkpoint when no switch is due", "runtime.Gosched", "<= 20 ns, goal 5 ns"},
 }
 
 // SpawnAwait spawns a trivial task and awaits it, b.N times.
@@ -201,5 +202,25 @@ func ContextCancel(b *testing.B) {
 		go func() { <-ctx.Done(); close(done) }()
 		cancel()
 		<-done
+	}
+}
+
+// Checkpoint calls Task.Checkpoint b.N times in a task alone on its loop:
+// the fast path, when no switch is due.
+func Checkpoint(b *testing.B) {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t.Checkpoint()
+		}
+		return struct{}{}, nil
+	})
+}
+
+// Gosched calls runtime.Gosched b.N times: Go's way for a goroutine to
+// offer its processor.
+func Gosched(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		runtime.Gosched()
 	}
 }

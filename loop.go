@@ -224,14 +224,7 @@ func (l *loop) pollNow() {
 func (l *loop) resume(t *Task, nested bool) {
 	t.nested = nested
 	t.state = stateRunning
-	l.current = t
-	l.epoch++
-	l.budget = taskBudget
-	if x := t.x; x != nil && x.checkpoints {
-		// A CPU-bound task: its use of the loop counts from now.
-		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
-		l.sliceWakes = l.wakes
-	}
+	l.begin(t)
 	var done bool
 	if t.co == nil {
 		t.co = l.coroutine()
@@ -242,6 +235,18 @@ func (l *loop) resume(t *Task, nested bool) {
 	l.current = nil
 	if done {
 		l.recycle(t)
+	}
+}
+
+// begin starts a run of t on the loop: its budget, and for a task known
+// to be CPU-bound, the start of its slice (see sched.go).
+func (l *loop) begin(t *Task) {
+	l.current = t
+	l.epoch++
+	l.budget = taskBudget
+	if x := t.x; x != nil && x.checkpoints {
+		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
+		l.sliceWakes = l.wakes
 	}
 }
 
@@ -261,7 +266,7 @@ func (l *loop) suspend(t *Task) {
 			next := l.pick()
 			if next == t {
 				t.state = stateRunning
-				l.current = t
+				l.begin(t)
 				return
 			}
 			if next == nil {

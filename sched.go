@@ -132,6 +132,17 @@ func (t *Task) checkpoint() error {
 	l.cpLast = now
 	l.cpLeft = l.cpStride
 
+	// The task's use of the loop since it last waited, and the start of its
+	// slice, fixed before we look at events: a wake found below must count.
+	x := t.extra()
+	x.checkpoints = true
+	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
+		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
+		l.sliceWakes = l.wakes
+	}
+	x.cpu += now - l.sliceStart
+	l.sliceStart = now
+
 	// What happened meanwhile.
 	if l.inboxLen.Load() != 0 {
 		l.drainInbox()
@@ -146,16 +157,6 @@ func (t *Task) checkpoint() error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
-
-	// The task's use of the loop since it last waited.
-	x := t.extra()
-	x.checkpoints = true
-	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
-		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
-		l.sliceWakes = l.wakes
-	}
-	x.cpu += now - l.sliceStart
-	l.sliceStart = now
 
 	switch {
 	case l.wakes != l.sliceWakes && l.runq.len() > 0, l.batchDue && l.batchq.len() > 0:

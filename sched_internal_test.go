@@ -155,3 +155,48 @@ func TestCheckpointFastPathStrideAdapts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every tick is served within one unit of work of the CPU-bound tasks beside
+// it, however many there are. (A unit of 1.5 ms, longer than the tick
+// period, makes the first Checkpoint after each tick find the next one due.)
+func TestEveryTickIsServedWithinOneUnitBesideSeveralCPUTasks(t *testing.T) {
+	const unit = 1500 * time.Microsecond
+	for _, k := range []int{2, 4} {
+		clk := clock.NewVirtual(time.Unix(0, 0))
+		var worst time.Duration
+		var stop bool
+		_, err := Run(func(wt *Task) (struct{}, error) {
+			var cpu []*Promise[int]
+			for i := 0; i < k; i++ {
+				cpu = append(cpu, Go(wt, func(wt *Task) (int, error) {
+					for !stop {
+						clk.AdvanceTo(clk.Nanotime() + int64(unit))
+						if err := wt.Checkpoint(); err != nil {
+							return 0, err
+						}
+					}
+					return 0, nil
+				}))
+			}
+			// The ticker is a task of its own, and main waits for everyone:
+			// so the loop goroutine resumes the CPU tasks, and they drive.
+			ticker := Go(wt, func(wt *Task) (int, error) {
+				for i := 0; i < 200; i++ {
+					want := clk.Nanotime() + int64(time.Millisecond)
+					wt.Sleep(time.Millisecond)
+					worst = max(worst, time.Duration(clk.Nanotime()-want))
+				}
+				stop = true
+				return 0, nil
+			})
+			_, err := All(wt, append(cpu, ticker)...)
+			return struct{}{}, err
+		}, func(o *options) { o.clock = clk })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if worst > unit {
+			t.Errorf("k=%d: a tick waited %v for the CPU tasks", k, worst)
+		}
+	}
+}

@@ -187,3 +187,30 @@ func TestWithSwitchIntervalRejectsNonPositive(t *testing.T) {
 		}
 	}
 }
+
+// Not just the median: with two CPU-bound tasks, one of them drives the
+// scheduler and picks itself again after the woken task has run; a wake it
+// finds at its next Checkpoint must still make it give way. (It once did
+// not, and a tick now and then waited two whole intervals, 10 ms.)
+func TestNoTickWaitsForIntervalsBesideTwoCPUTasks(t *testing.T) {
+	skipTimingUnderRace(t)
+	var stop atomic.Bool
+	var lags []time.Duration
+	run(t, func(wt *weft.Task) {
+		a, b := weft.Go(wt, spin(&stop)), weft.Go(wt, spin(&stop))
+		ticker := weft.Go(wt, func(wt *weft.Task) (int, error) {
+			for i := 0; i < 600; i++ {
+				want := time.Now().Add(time.Millisecond)
+				wt.Sleep(time.Millisecond)
+				lags = append(lags, time.Since(want))
+			}
+			stop.Store(true)
+			return 0, nil
+		})
+		weft.All(wt, a, b, ticker)
+	}, weft.WithSwitchInterval(5*time.Millisecond))
+	slices.Sort(lags)
+	if worst := lags[len(lags)-1]; worst >= 8*time.Millisecond {
+		t.Fatalf("a tick waited %v beside two CPU tasks (median %v, p99 %v)", worst, lags[len(lags)/2], lags[len(lags)*99/100])
+	}
+}

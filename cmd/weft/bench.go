@@ -19,8 +19,16 @@ import (
 // median and the spread (min..max).
 const rounds = 5
 
-func bench(w io.Writer, args []string) error {
+// bench is `weft bench`: the core benchmarks, or with an argument the
+// named benchmark (convoy, sha256) with its own flags.
+func bench(w, errw io.Writer, args []string) error {
 	if len(args) > 0 {
+		switch args[0] {
+		case "convoy":
+			return convoy(w, errw, args[1:])
+		case "sha256":
+			return benchSHA256(w, errw, args[1:])
+		}
 		return fmt.Errorf("bench: unknown benchmark %q", args[0])
 	}
 	fmt.Fprintf(w, "weft bench: core runtime, %s %s/%s, %d CPUs, GOMAXPROCS=%d\n",

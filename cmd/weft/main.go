@@ -2,6 +2,8 @@
 //
 //	weft tour           run the programs that define weft's behaviour
 //	weft bench          core benchmarks beside their Go-native twins
+//	weft bench convoy   an echo server beside CPU-bound work (the GIL's convoy effect)
+//	weft bench sha256   hashing on the loop against hashing in Offload
 //
 // Run it from a checkout with `go run ./cmd/weft tour`.
 package main
@@ -12,10 +14,13 @@ import (
 	"os"
 )
 
+// main runs the command named by the arguments and exits with its status.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command named by args[0] and returns the exit status: 0 on
+// success, 1 when the command failed, 2 for a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
@@ -26,9 +31,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "tour":
 		err = runTour(stdout, args[1:])
 	case "bench":
-		err = bench(stdout, args[1:])
+		err = bench(stdout, stderr, args[1:])
 	case "measure-memory": // hidden: one measurement in a fresh process, for bench
 		err = measureMemory(stdout, args[1:])
+	case clientMode: // hidden: the load client in a process of its own, for bench convoy
+		err = benchClient(stdout, args[1:])
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -44,12 +51,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// usage prints the list of commands.
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: weft <command> [arguments]
 
 commands:
   tour [name...]   run the programs that define weft's behaviour (all by default)
   bench            core benchmarks beside their Go-native twins, with ratios
+  bench convoy     an echo server beside k CPU-bound workers: weft tasks, weft
+                   Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
+                   -conns -interval -variants -svg FILE -markdown; -h for more)
+  bench sha256     hash messages in tasks on one loop, then in Offload
+                   (flags: -size -n -interval)
   help             this text
 `)
 }

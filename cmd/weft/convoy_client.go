@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weft-go/weft/internal/loadgen"
+)
+
+// clientMode is the hidden command that runs the load client in a process
+// of its own: `weft bench-client ADDR CONNS WARMUP DURATION`. It prints
+// clientStart when the load begins, then one line of JSON (a clientReport).
+const clientMode = "bench-client"
+
+// clientStart is the line the client prints just before its warm-up starts.
+const clientStart = "start"
+
+// clientGrace bounds how long a client may run past its warm-up and
+// counted window (connecting, a stalled server) before it is killed.
+const clientGrace = 20 * time.Second
+
+// clientReport is the load client's result, as JSON on its stdout.
+type clientReport struct {
+	Rate       float64 `json:"rate"` // counted round trips per second
+	RoundTrips int64   `json:"round_trips"`
+	Verified   int64   `json:"verified"` // echoes checked byte for byte, warm-up included
+	ElapsedNS  int64   `json:"elapsed_ns"`
+	P50NS      int64   `json:"p50_ns"`
+	P90NS      int64   `json:"p90_ns"`
+	P99NS      int64   `json:"p99_ns"`
+	P999NS     int64   `json:"p999_ns"`
+}
+
+// benchClient is the hidden client mode: it loads the echo server at addr
+// with loadgen and prints the start line and the report.
+func benchClient(w io.Writer, args []string) error {
+	if len(args) != 4 {
+		return fmt.Errorf("%s: want ADDR CONNS WARMUP DURATION", clientMode)
+	}
+	conns, err := strconv.Atoi(args[1])
+	if err != nil || conns < 1 {
+		return fmt.Errorf("%s: bad connection count %q", clientMode, args[1])
+	}
+	warmup, err1 := time.ParseDuration(args[2])
+	duration, err2 := time.ParseDuration(args[3])
+	if err1 != nil || err2 != nil || warmup < 0 || duration <= 0 {
+		return fmt.Errorf("%s: bad durations %q %q", clientMode, args[2], args[3])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), warmup+duration+clientGrace)
+	defer cancel()
+	fmt.Fprintln(w, clientStart)
+	r, err := loadgen.Run(ctx, args[0], loadgen.Config{Conns: conns, Warmup: warmup, Duration: duration})
+	if err != nil {
+		return fmt.Errorf("%s: %w", clientMode, err)
+	}
+	rep := clientReport{
+		Rate:       r.Rate(),
+		RoundTrips: r.RoundTrips,
+		Verified:   r.Verified,
+		ElapsedNS:  int64(r.Elapsed),
+		P50NS:      int64(r.Hist.Quantile(0.5)),
+		P90NS:      int64(r.Hist.Quantile(0.9)),
+		P99NS:      int64(r.Hist.Quantile(0.99)),
+		P999NS:     int64(r.Hist.Quantile(0.999)),
+	}
+	return json.NewEncoder(w).Encode(rep)
+}
+
+// loadDriver returns a driver that runs the load client in a child process
+// (this program again, in clientMode) and probes the server around the
+// client's counted window.
+func loadDriver(conns int, warmup, duration time.Duration) driver {
+	return func(ctx context.Context, addr string, probe func() probe) (measure, error) {
+		return runClient(ctx, addr, conns, warmup, duration, probe)
+	}
+}
+
+// runClient runs one load client process against addr. The child is
+// killed if anything goes wrong or ctx is cancelled, and it has always been
+// reaped when runClient returns.
+func runClient(ctx context.Context, addr string, conns int, warmup, duration time.Duration, probe func() probe) (measure, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return measure{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmup+duration+clientGrace)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, clientMode, addr, strconv.Itoa(conns), warmup.String(), duration.String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return measure{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return measure{}, fmt.Errorf("load client: %w", err)
+	}
+	m, err := watchClient(ctx, out, warmup, duration, probe)
+	if err != nil {
+		cancel() // kills the child
+	}
+	io.Copy(io.Discard, out) // Wait closes the pipe, so read it to the end first
+	if werr := cmd.Wait(); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return measure{}, fmt.Errorf("load client: %w%s", err, childMessage(stderr.String()))
+	}
+	return m, nil
+}
+
+// watchClient reads the client's start line, probes the server at the
+// start and the end of the counted window, and reads the client's report.
+func watchClient(ctx context.Context, out io.Reader, warmup, duration time.Duration, probe func() probe) (measure, error) {
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != clientStart {
+		return measure{}, errors.New("no start line")
+	}
+	t0 := time.Now()
+	if err := sleepUntil(ctx, t0.Add(warmup)); err != nil {
+		return measure{}, err
+	}
+	a := probe()
+	if err := sleepUntil(ctx, t0.Add(warmup+duration)); err != nil {
+		return measure{}, err
+	}
+	b := probe()
+	if !sc.Scan() {
+		return measure{}, errors.New("no report")
+	}
+	var rep clientReport
+	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
+		return measure{}, fmt.Errorf("bad report: %w", err)
+	}
+	if rep.Verified < rep.RoundTrips {
+		return measure{}, fmt.Errorf("report counts %d round trips but verified only %d", rep.RoundTrips, rep.Verified)
+	}
+	return measure{load: &rep, win: between(a, b)}, nil
+}
+
+// childMessage formats what a child wrote on stderr for an error message.
+func childMessage(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	return " (" + strings.ReplaceAll(s, "\n", "; ") + ")"
+}

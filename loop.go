@@ -91,6 +91,7 @@ type loop struct {
 	cpLeft     int32 // fast Checkpoints before the next slow one
 	cpStride   int32 // fast Checkpoints between slow ones
 	cpLast     int64 // when the last slow Checkpoint ran
+	pollPeriod int64 // ns between slow Checkpoints, pollPeriodMin..pollPeriodMax
 	sliceOwner *Task // the task whose run sliceStart dates
 	sliceEpoch uint64
 	sliceStart int64
@@ -129,6 +130,7 @@ func newLoop(o options) (*loop, error) {
 	}
 	l.root.loop = l
 	l.root.state = stateRunning
+	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)
@@ -137,7 +139,7 @@ func newLoop(o options) (*loop, error) {
 	if workers < 1 {
 		workers = defaultOffloadWorkers()
 	}
-	l.pool = newOffloadPool(workers, !o.noSpareProcs)
+	l.pool = newOffloadPool(workers, !o.noLoopPriority)
 	return l, nil
 }
 

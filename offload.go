@@ -18,19 +18,20 @@ import (
 )
 
 type offloadPool struct {
-	spareProcs bool // immutable: each worker adds a P (see reserveProc)
-	mu         sync.Mutex
-	cond       sync.Cond
-	jobs       queue[func()] // guarded by mu
-	idle       int           // guarded by mu: workers waiting for a job
-	workers    int           // guarded by mu: started and not exited
-	max        int           // immutable
-	closed     bool          // guarded by mu
-	wg         sync.WaitGroup
+	yield   bool // immutable: workers yield to the loops (see reserveProc)
+	mu      sync.Mutex
+	cond    sync.Cond
+	jobs    queue[func()] // guarded by mu
+	idle    int           // guarded by mu: workers waiting for a job
+	workers int           // guarded by mu: started and not exited
+	max     int           // immutable
+	closed  bool          // guarded by mu
+	claimed bool          // guarded by mu: the pool's spare Ps are reserved
+	wg      sync.WaitGroup
 }
 
-func newOffloadPool(max int, spareProcs bool) *offloadPool {
-	p := &offloadPool{max: max, spareProcs: spareProcs}
+func newOffloadPool(max int, yield bool) *offloadPool {
+	p := &offloadPool{max: max, yield: yield}
 	p.cond.L = &p.mu
 	return p
 }
@@ -53,8 +54,12 @@ func (p *offloadPool) submit(job func()) {
 	case p.workers < p.max:
 		p.workers++
 		p.wg.Add(1)
-		if p.spareProcs {
-			reserveProc()
+		if p.yield && !p.claimed {
+			// All of the pool's Ps at once, before any worker runs:
+			// changing GOMAXPROCS stops the world, which would have to wait
+			// for running workers (a long assembly loop cannot be preempted).
+			p.claimed = true
+			reserveProcs(p.max)
 		}
 		go p.work()
 	}
@@ -63,8 +68,12 @@ func (p *offloadPool) submit(job func()) {
 
 func (p *offloadPool) work() {
 	defer p.wg.Done()
-	if p.spareProcs {
-		defer releaseProc()
+	if p.yield {
+		// The worker keeps its thread for life, at a lower OS priority; the
+		// thread ends with the goroutine (it is never unlocked), so the lower
+		// priority never passes to other goroutines.
+		runtime.LockOSThread()
+		lowerThreadPriority()
 	}
 	p.mu.Lock()
 	for {
@@ -92,50 +101,64 @@ func (p *offloadPool) close() {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	p.wg.Wait()
+	if p.claimed {
+		releaseProcs(p.max)
+	}
 }
 
-// Offloaded CPU work must not starve the loops. When every P (the Go
-// runtime's processors, GOMAXPROCS of them) runs CPU-bound work, a loop that
-// I/O wakes finds no P free and waits for the runtime's 10 ms preemption;
-// with one P to spare, it runs at once and the kernel's scheduler favours
-// its thread, which was asleep. So each running Offload worker brings a P
-// of its own: while a pool has W workers, weft raises GOMAXPROCS by W above
-// what it was, and lowers it again as they exit (when their Run ends). The
-// workers can then fill every core with CPU work, and the loops, like any
-// other goroutine of the program, still find the Ps they had. The count is
-// process-wide, since GOMAXPROCS is; it is left alone if someone else
-// changed GOMAXPROCS meanwhile. WithSpareProcs(false) turns it off.
+// Offloaded CPU work must not starve the loops. Two measures keep the
+// loops ahead of the workers (WithLoopPriority(false) turns both off):
+//
+//  1. A spare P. When every P (the Go runtime's processors, GOMAXPROCS of
+//     them) runs CPU-bound work, a loop that I/O wakes finds no P free and
+//     waits for the runtime's 10 ms preemption. So each Offload worker
+//     brings a P of its own: when a pool that may run W workers starts its
+//     first, weft raises GOMAXPROCS by W above what it was, and lowers it
+//     when the pool closes (when its Run ends). The count is process-wide,
+//     since GOMAXPROCS is; it is left alone if someone else changed
+//     GOMAXPROCS meanwhile.
+//  2. A lower priority. With more busy threads than cores, the kernel must
+//     still run the loop's thread at once when it wakes. Each worker keeps
+//     its OS thread and lowers that thread's priority (on Linux, nice +10):
+//     the kernel then preempts a worker for the loop, while the workers
+//     still fill every core the loops leave idle.
 var procs struct {
 	mu       sync.Mutex
 	reserved int // workers holding a reservation, across all Runs
 	base     int // GOMAXPROCS before the first reservation
 }
 
-func reserveProc() {
+// reserveProcs raises GOMAXPROCS by n for a pool that may run n workers.
+func reserveProcs(n int) {
 	procs.mu.Lock()
 	defer procs.mu.Unlock()
 	if procs.reserved == 0 {
 		procs.base = runtime.GOMAXPROCS(0)
 	}
-	procs.reserved++
+	procs.reserved += n
 	runtime.GOMAXPROCS(procs.base + procs.reserved)
 }
 
-func releaseProc() {
+// releaseProcs gives back a pool's n Ps, unless someone else has changed
+// GOMAXPROCS meanwhile.
+func releaseProcs(n int) {
 	procs.mu.Lock()
 	defer procs.mu.Unlock()
-	procs.reserved--
-	if runtime.GOMAXPROCS(0) == procs.base+procs.reserved+1 {
+	procs.reserved -= n
+	if runtime.GOMAXPROCS(0) == procs.base+procs.reserved+n {
 		runtime.GOMAXPROCS(procs.base + procs.reserved)
 	}
 }
 
-// WithSpareProcs says whether Offload workers raise GOMAXPROCS by one each
-// while they exist (the default: true). See Offload. Turn it off when the
-// program manages GOMAXPROCS itself; offloaded CPU work that fills every P
-// can then delay the loop by up to the runtime's 10 ms preemption.
-func WithSpareProcs(on bool) Option {
-	return func(o *options) { o.noSpareProcs = !on }
+// WithLoopPriority says whether the loops are kept ahead of Offload
+// workers (the default: true): each worker raises GOMAXPROCS by one while it
+// exists and runs on an OS thread of lower priority (nice +10 on Linux), so
+// that CPU-heavy offloaded work can fill every core and a loop woken by I/O
+// still runs at once. Turn it off when the program manages GOMAXPROCS or
+// thread priorities itself; offloaded CPU work that fills every core can
+// then delay a loop by up to the runtime's 10 ms preemption.
+func WithLoopPriority(on bool) Option {
+	return func(o *options) { o.noLoopPriority = !on }
 }
 
 // extOp is one piece of off-loop work a task waits for.
@@ -198,10 +221,10 @@ func (t *Task) finishExternal(op *extOp, interrupt func()) {
 //
 // While f runs, Run stays alive. The pool's size is set by
 // WithOffloadWorkers (default: GOMAXPROCS, at least 4); calls beyond it
-// wait their turn in FIFO order. CPU-heavy f may fill every core: each
-// worker raises GOMAXPROCS by one while it exists, so that a loop woken by
-// I/O still finds a processor free at once (see WithSpareProcs). Blocking
-// f (sleeps, files) run in parallel up to the pool's size.
+// wait their turn in FIFO order. CPU-heavy f may fill every core: the
+// workers bring processors of their own and run at a lower OS priority, so
+// that a loop woken by I/O still runs at once (see WithLoopPriority).
+// Blocking f (sleeps, files) run in parallel up to the pool's size.
 //
 // Offload is a cancellation point. If the task is cancelled while f runs,
 // Offload returns the cause (matching context.Canceled) at once; f cannot

@@ -20,7 +20,7 @@ type options struct {
 	clock          clock.Clock
 	offloadWorkers int
 	interval       time.Duration
-	noSpareProcs   bool
+	noLoopPriority bool
 	err            error // a bad option; Run returns it
 }
 

@@ -47,10 +47,15 @@ const (
 	// it must yield (Tokio uses 128).
 	taskBudget = 128
 
-	// pollPeriod is how often, in a CPU-bound task's own time, Checkpoint
-	// looks at the kernel and the timers: a small fraction of the interval,
-	// for a few percent of the CPU (a poll costs about a microsecond).
-	pollPeriod = 50 * time.Microsecond
+	// pollPeriodMin and pollPeriodMax bound how often, in a CPU-bound
+	// task's own time, Checkpoint looks at the kernel and the timers. After
+	// a look that woke a task, the next comes after pollPeriodMin (events
+	// come in runs: a request now means another soon); after one that found
+	// nothing, the period grows by half, up to pollPeriodMax. A look
+	// costs about a microsecond, so a quiet loop loses 2% to it, and a busy
+	// one answers within microseconds.
+	pollPeriodMin = 2 * time.Microsecond
+	pollPeriodMax = 50 * time.Microsecond
 
 	// maxCheckpointStride bounds the fast Checkpoint calls between two slow
 	// ones, so that a task calling it in a tight loop still polls.
@@ -124,7 +129,7 @@ func (t *Task) checkpoint() error {
 
 	// Adapt the stride so that slow paths come about every pollPeriod.
 	if dt := now - l.cpLast; l.cpLast != 0 && dt > 0 {
-		stride := int64(l.cpStride) * int64(pollPeriod) / dt
+		stride := int64(l.cpStride) * l.pollPeriod / dt
 		l.cpStride = int32(min(max(stride, 1), maxCheckpointStride))
 	} else if l.cpStride < maxCheckpointStride {
 		l.cpStride = max(2*l.cpStride, 1)
@@ -144,6 +149,7 @@ func (t *Task) checkpoint() error {
 	l.sliceStart = now
 
 	// What happened meanwhile.
+	wakes := l.wakes
 	if l.inboxLen.Load() != 0 {
 		l.drainInbox()
 	}
@@ -154,6 +160,11 @@ func (t *Task) checkpoint() error {
 		l.fireTimersAt(now)
 	}
 	l.checkBatchDue(now)
+	if l.wakes != wakes {
+		l.pollPeriod = int64(pollPeriodMin)
+	} else {
+		l.pollPeriod = min(l.pollPeriod+l.pollPeriod/2, int64(pollPeriodMax))
+	}
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}

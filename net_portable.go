@@ -43,6 +43,15 @@ func (t *Task) blockingCall(call, interrupt, reset func()) error {
 	return err
 }
 
+// deadlineCall is blockingCall for a call that a deadline interrupts:
+// setDeadline is the object's SetDeadline, SetReadDeadline or
+// SetWriteDeadline.
+func (t *Task) deadlineCall(call func(), setDeadline func(time.Time) error) error {
+	return t.blockingCall(call,
+		func() { setDeadline(aLongTimeAgo) },
+		func() { setDeadline(time.Time{}) })
+}
+
 type portableListener struct {
 	ln      net.Listener
 	network string
@@ -75,18 +84,11 @@ func (pl *portableListener) accept(t *Task) (connImpl, error) {
 	}
 	var c net.Conn
 	var err error
-	d, _ := pl.ln.(deadliner)
-	werr := t.blockingCall(func() { c, err = pl.ln.Accept() },
-		func() {
-			if d != nil {
-				d.SetDeadline(aLongTimeAgo)
-			}
-		},
-		func() {
-			if d != nil {
-				d.SetDeadline(time.Time{})
-			}
-		})
+	setDeadline := func(time.Time) error { return nil }
+	if d, ok := pl.ln.(deadliner); ok {
+		setDeadline = d.SetDeadline
+	}
+	werr := t.deadlineCall(func() { c, err = pl.ln.Accept() }, setDeadline)
 	if werr != nil {
 		pl.pending = c // accepted just as we gave up: keep it for the next call
 		return nil, opError("accept", pl.network, pl.ln.Addr(), nil, werr)
@@ -129,9 +131,7 @@ func (pc *portableConn) read(t *Task, b []byte) (int, error) {
 	}
 	var n int
 	var err error
-	werr := t.blockingCall(func() { n, err = pc.c.Read(b) },
-		func() { pc.c.SetReadDeadline(aLongTimeAgo) },
-		func() { pc.c.SetReadDeadline(time.Time{}) })
+	werr := t.deadlineCall(func() { n, err = pc.c.Read(b) }, pc.c.SetReadDeadline)
 	if werr != nil {
 		if n > 0 {
 			return n, nil // data arrived as we gave up: not lost
@@ -144,9 +144,7 @@ func (pc *portableConn) read(t *Task, b []byte) (int, error) {
 func (pc *portableConn) write(t *Task, b []byte) (int, error) {
 	var n int
 	var err error
-	werr := t.blockingCall(func() { n, err = pc.c.Write(b) },
-		func() { pc.c.SetWriteDeadline(aLongTimeAgo) },
-		func() { pc.c.SetWriteDeadline(time.Time{}) })
+	werr := t.deadlineCall(func() { n, err = pc.c.Write(b) }, pc.c.SetWriteDeadline)
 	if werr != nil {
 		return n, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
 	}
@@ -187,9 +185,7 @@ func (pp *portablePacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error)
 	var n int
 	var from net.Addr
 	var err error
-	werr := t.blockingCall(func() { n, from, err = pp.c.ReadFrom(b) },
-		func() { pp.c.SetReadDeadline(aLongTimeAgo) },
-		func() { pp.c.SetReadDeadline(time.Time{}) })
+	werr := t.deadlineCall(func() { n, from, err = pp.c.ReadFrom(b) }, pp.c.SetReadDeadline)
 	if werr != nil {
 		if from != nil {
 			return n, from, nil // a datagram arrived as we gave up: not lost
@@ -202,9 +198,7 @@ func (pp *portablePacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error)
 func (pp *portablePacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, error) {
 	var n int
 	var err error
-	werr := t.blockingCall(func() { n, err = pp.c.WriteTo(b, addr) },
-		func() { pp.c.SetWriteDeadline(aLongTimeAgo) },
-		func() { pp.c.SetWriteDeadline(time.Time{}) })
+	werr := t.deadlineCall(func() { n, err = pp.c.WriteTo(b, addr) }, pp.c.SetWriteDeadline)
 	if werr != nil {
 		return n, opError("write", pp.network, pp.c.LocalAddr(), addr, werr)
 	}
@@ -224,9 +218,7 @@ func (pf *portableFile) read(t *Task, b []byte) (int, error) {
 	}
 	var n int
 	var err error
-	werr := t.blockingCall(func() { n, err = pf.f.Read(b) },
-		func() { pf.f.SetReadDeadline(aLongTimeAgo) },
-		func() { pf.f.SetReadDeadline(time.Time{}) })
+	werr := t.deadlineCall(func() { n, err = pf.f.Read(b) }, pf.f.SetReadDeadline)
 	if werr != nil {
 		if n > 0 {
 			return n, nil
@@ -242,9 +234,7 @@ func (pf *portableFile) read(t *Task, b []byte) (int, error) {
 func (pf *portableFile) write(t *Task, b []byte) (int, error) {
 	var n int
 	var err error
-	werr := t.blockingCall(func() { n, err = pf.f.Write(b) },
-		func() { pf.f.SetWriteDeadline(aLongTimeAgo) },
-		func() { pf.f.SetWriteDeadline(time.Time{}) })
+	werr := t.deadlineCall(func() { n, err = pf.f.Write(b) }, pf.f.SetWriteDeadline)
 	if werr != nil {
 		return n, &os.PathError{Op: "write", Path: pf.f.Name(), Err: werr}
 	}

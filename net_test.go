@@ -25,14 +25,38 @@ import (
 // listener; the caller closes it to stop the server.
 func listenEcho(t *testing.T, wt *weft.Task, network, address string) *weft.Listener {
 	t.Helper()
-	ln, err := weft.Listen(wt, network, address)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := mustListen(t, wt, network, address)
 	weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
 		return struct{}{}, echo.Serve(wt, ln)
 	})
 	return ln
+}
+
+func mustListen(t *testing.T, wt *weft.Task, network, address string) *weft.Listener {
+	t.Helper()
+	ln, err := weft.Listen(wt, network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func mustDial(t *testing.T, wt *weft.Task, network, address string) *weft.Conn {
+	t.Helper()
+	c, err := weft.Dial(wt, network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustListenPacket(t *testing.T, wt *weft.Task, network, address string) *weft.PacketConn {
+	t.Helper()
+	c, err := weft.ListenPacket(wt, network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func roundTrip(wt *weft.Task, c *weft.Conn, msg []byte) error {
@@ -89,10 +113,7 @@ func TestLargeWritesArriveWhole(t *testing.T) {
 		run(t, func(wt *weft.Task) {
 			ln := listenEcho(t, wt, "tcp", "127.0.0.1:0")
 			defer ln.Close()
-			c, err := weft.Dial(wt, "tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustDial(t, wt, "tcp", ln.Addr().String())
 			defer c.Close()
 			msg := make([]byte, 4<<20)
 			for i := range msg {
@@ -118,10 +139,7 @@ func TestLargeWritesArriveWhole(t *testing.T) {
 func TestHalfCloseLetsThePeerAnswer(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		run(t, func(wt *weft.Task) {
-			ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
 			defer ln.Close()
 			srv := weft.Go(wt, func(wt *weft.Task) (string, error) {
 				c, err := ln.Accept(wt)
@@ -136,10 +154,7 @@ func TestHalfCloseLetsThePeerAnswer(t *testing.T) {
 				_, err = c.Write(wt, []byte("got "+string(req)))
 				return string(req), err
 			})
-			c, err := weft.Dial(wt, "tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustDial(t, wt, "tcp", ln.Addr().String())
 			defer c.Close()
 			c.Write(wt, []byte("question"))
 			if err := c.CloseWrite(); err != nil {
@@ -174,10 +189,7 @@ func TestPeerResetIsAnErrorNotASignal(t *testing.T) {
 			c.Close()
 		}()
 		run(t, func(wt *weft.Task) {
-			c, err := weft.Dial(wt, "tcp", nl.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustDial(t, wt, "tcp", nl.Addr().String())
 			defer c.Close()
 			c.Write(wt, []byte("!"))
 			buf := make([]byte, 10)
@@ -255,10 +267,7 @@ func TestDialResolvesNamesOffTheLoop(t *testing.T) {
 			ln := listenEcho(t, wt, "tcp", "127.0.0.1:0")
 			defer ln.Close()
 			port := ln.Addr().(*net.TCPAddr).Port
-			c, err := weft.Dial(wt, "tcp4", net.JoinHostPort("localhost", strconv.Itoa(port)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustDial(t, wt, "tcp4", net.JoinHostPort("localhost", strconv.Itoa(port)))
 			defer c.Close()
 			if err := roundTrip(wt, c, []byte("by name")); err != nil {
 				t.Fatal(err)
@@ -273,10 +282,7 @@ func TestCloseWakesATaskSuspendedInRead(t *testing.T) {
 			run(t, func(wt *weft.Task) {
 				ln := listenEcho(t, wt, "tcp", "127.0.0.1:0")
 				defer ln.Close()
-				c, err := weft.Dial(wt, "tcp", ln.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
+				c := mustDial(t, wt, "tcp", ln.Addr().String())
 				reader := weft.Go(wt, func(wt *weft.Task) (int, error) { return c.Read(wt, make([]byte, 8)) })
 				if fromGoroutine {
 					go c.Close()
@@ -297,10 +303,7 @@ func TestCloseWakesATaskSuspendedInRead(t *testing.T) {
 func TestCloseWakesATaskSuspendedInAccept(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		run(t, func(wt *weft.Task) {
-			ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
 			p := weft.Go(wt, func(wt *weft.Task) (*weft.Conn, error) { return ln.Accept(wt) })
 			ln.Close()
 			if _, err := p.Await(wt); !errors.Is(err, net.ErrClosed) {
@@ -313,10 +316,7 @@ func TestCloseWakesATaskSuspendedInAccept(t *testing.T) {
 func TestCancelWakesEveryIOWait(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		run(t, func(wt *weft.Task) {
-			ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
 			defer ln.Close()
 			// A server that accepts and then neither reads nor writes.
 			var held []*weft.Conn
@@ -334,20 +334,11 @@ func TestCancelWakesEveryIOWait(t *testing.T) {
 					c.Close()
 				}
 			}()
-			c, err := weft.Dial(wt, "tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustDial(t, wt, "tcp", ln.Addr().String())
 			defer c.Close()
-			pc, err := weft.ListenPacket(wt, "udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			pc := mustListenPacket(t, wt, "udp", "127.0.0.1:0")
 			defer pc.Close()
-			ln2, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln2 := mustListen(t, wt, "tcp", "127.0.0.1:0")
 			defer ln2.Close()
 			big := make([]byte, 64<<20) // far more than the socket buffers hold
 			waits := map[string]func(wt *weft.Task) error{
@@ -393,15 +384,9 @@ func TestCancelWakesDial(t *testing.T) {
 func TestUDPRoundTrip(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		run(t, func(wt *weft.Task) {
-			a, err := weft.ListenPacket(wt, "udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := mustListenPacket(t, wt, "udp", "127.0.0.1:0")
 			defer a.Close()
-			b, err := weft.ListenPacket(wt, "udp4", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := mustListenPacket(t, wt, "udp4", "127.0.0.1:0")
 			defer b.Close()
 			weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
 				buf := make([]byte, 64)
@@ -433,10 +418,7 @@ func TestUnixStreamAndDatagramRoundTrips(t *testing.T) {
 		run(t, func(wt *weft.Task) {
 			path := filepath.Join(dir, "s.sock")
 			ln := listenEcho(t, wt, "unix", path)
-			c, err := weft.Dial(wt, "unix", path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustDial(t, wt, "unix", path)
 			if err := roundTrip(wt, c, []byte("over a unix socket")); err != nil {
 				t.Fatal(err)
 			}
@@ -448,15 +430,9 @@ func TestUnixStreamAndDatagramRoundTrips(t *testing.T) {
 			}
 
 			ap, bp := filepath.Join(dir, "a.dgram"), filepath.Join(dir, "b.dgram")
-			a, err := weft.ListenPacket(wt, "unixgram", ap)
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := mustListenPacket(t, wt, "unixgram", ap)
 			defer a.Close()
-			b, err := weft.ListenPacket(wt, "unixgram", bp)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := mustListenPacket(t, wt, "unixgram", bp)
 			defer b.Close()
 			if _, err := a.WriteTo(wt, []byte("datagram"), b.LocalAddr()); err != nil {
 				t.Fatal(err)
@@ -473,16 +449,10 @@ func TestUnixStreamAndDatagramRoundTrips(t *testing.T) {
 func TestStalledPeerMakesTheWriterWaitNotBuffer(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		run(t, func(wt *weft.Task) {
-			ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
 			defer ln.Close()
 			// The peer connects and never reads.
-			peer, err := weft.Dial(wt, "tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			peer := mustDial(t, wt, "tcp", ln.Addr().String())
 			defer peer.Close()
 			c, err := ln.Accept(wt)
 			if err != nil {

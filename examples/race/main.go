@@ -1,18 +1,8 @@
-// Command race runs the "race" program of weft's tour on its own. The
-// program itself, with its explanation, is in internal/tour/race.go; run all
-// of them with `go run ./cmd/weft tour`.
+// Command race runs the "race" program of weft's tour on its own; the
+// program, with its explanation, is internal/tour/race.go. Run them all with
+// `go run ./cmd/weft tour`.
 package main
 
-import (
-	"fmt"
-	"os"
+import "github.com/weft-go/weft/internal/tour"
 
-	"github.com/weft-go/weft/internal/tour"
-)
-
-func main() {
-	if err := tour.Race(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
+func main() { tour.Main("race") }

@@ -8,6 +8,7 @@ package tour
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -32,4 +33,20 @@ var Programs = []Program{
 // seconds formats the time since start as the programs print it.
 func seconds(start time.Time) string {
 	return fmt.Sprintf("%.1fs", time.Since(start).Seconds())
+}
+
+// Main runs the named program on standard output, as examples/<name> does,
+// and exits with status 1 (after printing the error) if it fails.
+func Main(name string) {
+	for _, p := range Programs {
+		if p.Name == name {
+			if err := p.Run(os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "tour: no program %q\n", name)
+	os.Exit(2)
 }

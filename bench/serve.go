@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -24,10 +23,6 @@ const serveMode = "serve"
 
 // listeningPrefix starts the one line a server child prints on stdout.
 const listeningPrefix = "listening "
-
-// bufferSize is the net server's per-connection buffer, the same as weft's
-// echo.BufferSize.
-const bufferSize = 16 << 10
 
 // serverKinds lists the servers in the order they are run and shown.
 var serverKinds = []string{"weft", "net", "gnet", "gnet-multicore"}
@@ -102,57 +97,7 @@ func serveNet(ctx context.Context, addr string) error {
 	announce(ln.Addr())
 	stopClose := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stopClose()
-
-	var (
-		mu    sync.Mutex
-		conns = make(map[net.Conn]struct{})
-		wg    sync.WaitGroup
-	)
-	var acceptErr error
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				acceptErr = err
-			}
-			break
-		}
-		mu.Lock()
-		conns[c] = struct{}{}
-		mu.Unlock()
-		wg.Go(func() {
-			netEcho(c)
-			mu.Lock()
-			delete(conns, c)
-			mu.Unlock()
-		})
-	}
-	ln.Close()
-	mu.Lock()
-	for c := range conns {
-		c.Close()
-	}
-	mu.Unlock()
-	wg.Wait()
-	return acceptErr
-}
-
-// netEcho reads from c into a 16 KiB buffer and writes back what it read,
-// until the peer closes or an error occurs; then it closes c.
-func netEcho(c net.Conn) {
-	defer c.Close()
-	buf := make([]byte, bufferSize)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if _, werr := c.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	return echo.ServeNet(ln)
 }
 
 // gnetEcho is gnet's echo handler: it writes back whatever arrived.

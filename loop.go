@@ -17,9 +17,11 @@ package weft
 //     runnable (in a run queue, exactly once), running, waiting (registered
 //     with exactly one wait source: a promise, several promises, the timer
 //     heap, the fd table, off-loop work) or done.
-//  3. The run queue is FIFO. Go queues the child, then the parent; Yield
-//     queues the task at the back; an event makes a waiting task runnable at
-//     the back.
+//  3. Each lane (interactive, batch: see sched.go) is FIFO. Go queues the
+//     child, then the parent; Yield queues the task at the back; an event
+//     makes a waiting task runnable at the back of the interactive lane. The
+//     one exception: a task cut short at a Checkpoint goes to the head of
+//     the batch lane, to resume right after the tasks the event woke.
 //  4. A task is woken once per wait: each wait has a generation number, and a
 //     wake that names an older generation is dropped.
 //  5. Run returns when no task is left and no off-loop work is pending. When
@@ -101,8 +103,7 @@ type loop struct {
 	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
 	aborted  bool           // Run is unwinding after a Goexit in a task
 
-	ctx  context.Context // values for every task's Context
-	opts options
+	ctx context.Context // values for every task's Context
 
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
@@ -120,7 +121,7 @@ func newLoop(o options) (*loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{poller: p, caps: p.Caps(), opts: o, ctx: o.ctx}
+	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx}
 	if l.ctx == nil {
 		l.ctx = context.Background()
 	}

@@ -31,7 +31,7 @@ type Task struct {
 	state     taskState
 	waitKind  waitKind
 	nested    bool   // resumed by a driving task: must switch back to it
-	cancelled bool   // x.cancelErr holds the cause
+	cancelled bool   // some cancellation applies: see Task.cause
 	waitGen   uint32 // bumped per wait; wakes naming an older one are dropped
 	id        uint32
 	spawnPC   uintptr    // where Go (or Run) was called

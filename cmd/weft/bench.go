@@ -92,6 +92,8 @@ func memoryInFreshProcess(kind string) (float64, error) {
 	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 }
 
+// measureMemory is the hidden `weft measure-memory weft|go`: it prints the
+// bytes per suspended task or blocked goroutine, measured in this process.
 func measureMemory(w io.Writer, args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("measure-memory: want weft or go")

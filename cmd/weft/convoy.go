@@ -17,6 +17,7 @@ type convoyConfig struct {
 	duration time.Duration // counted time of each case
 	warmup   time.Duration // uncounted time before it
 	interval time.Duration // weft's switch interval
+	reps     int           // repetitions of every case, interleaved
 	ks       []int         // CPU workers per case, ascending
 	conns    []int         // connection counts N, ascending
 	variants []*variant
@@ -25,57 +26,26 @@ type convoyConfig struct {
 }
 
 // idleLength bounds the window in which a variant's CPU workers are timed
-// with no load, once per k.
+// with no load, once per k and repetition.
 const idleLength = time.Second
 
 // convoy is `weft bench convoy`: for each variant, N and k it runs the echo
-// server beside k CPU workers under load from a client process, and prints
-// a table of echo rate, latency and the workers' share of the CPU.
+// server beside k CPU workers under load from a client process, -reps
+// times, and prints a table of echo rate, latency and the workers' share
+// of the CPU, each a median over the repetitions with its spread.
 func convoy(stdout, stderr io.Writer, args []string) error {
 	cfg, err := parseConvoyFlags(stdout, stderr, args)
 	if err != nil || cfg == nil {
 		return err
 	}
-	results := make([]*variantResult, 0, len(cfg.variants))
-	failed := 0
-	for _, v := range cfg.variants {
-		vr := &variantResult{v: v, idle: map[int]float64{}, idleErr: map[int]error{}}
-		for _, k := range cfg.ks {
-			if k == 0 {
-				continue
-			}
-			m, err := v.run(k, cfg.interval, idleDriver(cfg.warmup, min(cfg.duration, idleLength)))
-			if err != nil {
-				vr.idleErr[k] = err
-				failed++
-				fmt.Fprintf(stderr, "convoy: %s k=%d no load: %v\n", v.key, k, err)
-				continue
-			}
-			vr.idle[k] = m.win.unitRate()
-			fmt.Fprintf(stderr, "convoy: %s k=%d no load: %s units/s\n", v.key, k, fmtSI(vr.idle[k]))
-		}
-		for _, n := range cfg.conns {
-			for _, k := range cfg.ks {
-				m, err := v.run(k, cfg.interval, loadDriver(n, cfg.warmup, cfg.duration))
-				vr.cases = append(vr.cases, convoyCase{conns: n, k: k, m: m, err: err})
-				if err != nil {
-					failed++
-					fmt.Fprintf(stderr, "convoy: %s N=%d k=%d: %v\n", v.key, n, k, err)
-					continue
-				}
-				fmt.Fprintf(stderr, "convoy: %s N=%d k=%d: %s req/s, p99 %s", v.key, n, k,
-					fmtCount(m.load.Rate), fmtDur(time.Duration(m.load.P99NS)))
-				if k > 0 {
-					fmt.Fprintf(stderr, ", %s units/s", fmtSI(m.win.unitRate()))
-				}
-				fmt.Fprintln(stderr)
-			}
-		}
-		results = append(results, vr)
+	results, failed := runConvoy(cfg, stderr)
+	all := make([][]row, len(results))
+	for i, vr := range results {
+		all[i] = rows(cfg, vr)
 	}
-	printConvoy(stdout, cfg, results)
+	printConvoy(stdout, cfg, all)
 	if cfg.svg != "" {
-		if err := os.WriteFile(cfg.svg, []byte(convoySVG(cfg, results)), 0o644); err != nil {
+		if err := os.WriteFile(cfg.svg, []byte(convoySVG(cfg, all)), 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "\nchart written to %s\n", cfg.svg)
@@ -86,6 +56,68 @@ func convoy(stdout, stderr io.Writer, args []string) error {
 	return nil
 }
 
+// runConvoy runs every measurement cfg asks for, interleaved like the
+// bench module's: repetition 1 of every variant's no-load runs and cases,
+// in order, then repetition 2 of all of them, and so on, so that slow
+// drift in the machine's load touches every case alike. It reports each
+// measurement on progress and returns the results, one per variant, with
+// the number of measurements that failed (the others go on regardless).
+func runConvoy(cfg *convoyConfig, progress io.Writer) ([]*variantResult, int) {
+	results := make([]*variantResult, len(cfg.variants))
+	for i, v := range cfg.variants {
+		vr := &variantResult{v: v, idle: map[int][]repResult{}}
+		for _, n := range cfg.conns {
+			for _, k := range cfg.ks {
+				vr.cases = append(vr.cases, convoyCase{conns: n, k: k})
+			}
+		}
+		results[i] = vr
+	}
+	failed := 0
+	for rep := 1; rep <= cfg.reps; rep++ {
+		for _, vr := range results {
+			v := vr.v
+			say := func(format string, a ...any) {
+				fmt.Fprintf(progress, "convoy: rep %d/%d %s ", rep, cfg.reps, v.key)
+				fmt.Fprintf(progress, format, a...)
+			}
+			for _, k := range cfg.ks {
+				if k == 0 {
+					continue
+				}
+				m, err := v.run(k, cfg.interval, idleDriver(cfg.warmup, min(cfg.duration, idleLength)))
+				vr.idle[k] = append(vr.idle[k], repResult{m: m, err: err})
+				if err != nil {
+					failed++
+					say("k=%d no load: %v\n", k, err)
+					continue
+				}
+				say("k=%d no load: %s units/s\n", k, fmtSI(m.win.unitRate()))
+			}
+			for i := range vr.cases {
+				c := &vr.cases[i]
+				m, err := v.run(c.k, cfg.interval, loadDriver(c.conns, cfg.warmup, cfg.duration))
+				if err == nil && m.load == nil {
+					err = errors.New("no load report")
+				}
+				c.reps = append(c.reps, repResult{m: m, err: err})
+				if err != nil {
+					failed++
+					say("N=%d k=%d: %v\n", c.conns, c.k, err)
+					continue
+				}
+				say("N=%d k=%d: %s req/s, p99 %s", c.conns, c.k,
+					fmtCount(m.load.Rate), fmtDur(time.Duration(m.load.P99NS)))
+				if c.k > 0 {
+					fmt.Fprintf(progress, ", %s units/s", fmtSI(m.win.unitRate()))
+				}
+				fmt.Fprintln(progress)
+			}
+		}
+	}
+	return results, failed
+}
+
 // parseConvoyFlags parses the flags of `weft bench convoy`. It returns a
 // nil config and no error when only help was asked for.
 func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, error) {
@@ -94,6 +126,7 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "counted time of each case")
 	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "uncounted time before each case")
 	fs.DurationVar(&cfg.interval, "interval", 5*time.Millisecond, "weft's switch interval (WithSwitchInterval)")
+	fs.IntVar(&cfg.reps, "reps", 3, "repetitions of every case, interleaved; the table shows medians and min..max")
 	ks := fs.String("k", "0,1,2,4", "CPU-bound workers beside the echo server, comma-separated")
 	conns := fs.String("conns", "1,50", "client connections N, comma-separated")
 	vs := fs.String("variants", "all", "variants to run, comma-separated: "+variantKeys()+" (or all)")
@@ -128,6 +161,8 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 		return fail("-warmup must not be negative")
 	case cfg.interval <= 0:
 		return fail("-interval must be positive")
+	case cfg.reps < 1:
+		return fail("-reps must be at least 1")
 	}
 	return cfg, nil
 }

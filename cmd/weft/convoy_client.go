@@ -39,6 +39,9 @@ type clientReport struct {
 	P90NS      int64   `json:"p90_ns"`
 	P99NS      int64   `json:"p99_ns"`
 	P999NS     int64   `json:"p999_ns"`
+	// Hist is the latency histogram of the counted round trips, so that
+	// the repetitions of a case can be pooled: see histBuckets.
+	Hist [][2]int64 `json:"hist"`
 }
 
 // benchClient is the hidden client mode: it loads the echo server at addr
@@ -72,6 +75,7 @@ func benchClient(w io.Writer, args []string) error {
 		P90NS:      int64(r.Hist.Quantile(0.9)),
 		P99NS:      int64(r.Hist.Quantile(0.99)),
 		P999NS:     int64(r.Hist.Quantile(0.999)),
+		Hist:       histBuckets(r.Hist),
 	}
 	return json.NewEncoder(w).Encode(rep)
 }
@@ -123,6 +127,7 @@ func runClient(ctx context.Context, addr string, conns int, warmup, duration tim
 // start and the end of the counted window, and reads the client's report.
 func watchClient(ctx context.Context, out io.Reader, warmup, duration time.Duration, probe func() probe) (measure, error) {
 	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, maxReportLine)
 	if !sc.Scan() || sc.Text() != clientStart {
 		return measure{}, errors.New("no start line")
 	}
@@ -146,6 +151,59 @@ func watchClient(ctx context.Context, out io.Reader, warmup, duration time.Durat
 		return measure{}, fmt.Errorf("report counts %d round trips but verified only %d", rep.RoundTrips, rep.Verified)
 	}
 	return measure{load: &rep, win: between(a, b)}, nil
+}
+
+// maxReportLine bounds the client's report line: its histogram has at most
+// a few thousand occupied buckets.
+const maxReportLine = 4 << 20
+
+// histBuckets returns the contents of h as [value in ns, count] pairs, in
+// ascending order of value, one per occupied bucket, each value the middle
+// of its bucket (loadgen.Histogram's Quantile answers). loadgen keeps the
+// counts to itself, so they are read back through Quantile: the value at
+// each rank is a step function of the rank, and the end of each step is
+// found by a galloping, then binary, search. Recording each value count
+// times into an empty Histogram gives back h exactly (see recordBuckets).
+func histBuckets(h *loadgen.Histogram) [][2]int64 {
+	total := h.TotalCount
+	// at is the value at rank r (0 <= r < total): Quantile takes the
+	// floor of q * total, and r + 0.5 keeps that floor r despite rounding.
+	at := func(r uint64) time.Duration {
+		return h.Quantile((float64(r) + 0.5) / float64(total))
+	}
+	var out [][2]int64
+	for r := uint64(0); r < total; {
+		v := at(r)
+		// at(lo) == v; hi is total or a rank whose value is above v.
+		lo, hi := r, total
+		for step := uint64(1); lo+step < total; step *= 2 {
+			if at(lo+step) != v {
+				hi = lo + step
+				break
+			}
+			lo += step
+		}
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if at(mid) == v {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		out = append(out, [2]int64{int64(v), int64(hi - r)})
+		r = hi
+	}
+	return out
+}
+
+// recordBuckets adds histBuckets' pairs to h, each value count times.
+func recordBuckets(h *loadgen.Histogram, buckets [][2]int64) {
+	for _, b := range buckets {
+		for range b[1] {
+			h.Record(time.Duration(b[0]))
+		}
+	}
 }
 
 // childMessage formats what a child wrote on stderr for an error message.

@@ -19,29 +19,38 @@ var (
 	cpythonIntervalRef = "with a smaller switch interval: 668 req/s at 1 ms, 4.6k at 0.1 ms"
 )
 
-// printConvoy prints the header, one table section per variant, the
-// definitions, a summary and, with -markdown, the Markdown table.
-func printConvoy(w io.Writer, cfg *convoyConfig, results []*variantResult) {
+// printConvoy prints the header, one table section per variant (all
+// holds each variant's rows), the definitions, a summary and, with
+// -markdown, the Markdown table.
+func printConvoy(w io.Writer, cfg *convoyConfig, all [][]row) {
 	fmt.Fprintln(w, "weft bench convoy: an echo server beside k CPU-bound workers (the GIL's convoy effect)")
 	fmt.Fprintf(w, "%s %s/%s, NumCPU=%d, GOMAXPROCS=%d, switch interval %v\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.interval)
 	fmt.Fprintf(w, "each case: %v warm-up + %v counted; N connections from a load client in another process (%d-byte messages, closed loop, every echo verified)\n",
 		cfg.warmup, cfg.duration, loadgen.MessageSize)
-	fmt.Fprintf(w, "goals for weft's tasks on the loop, at k>0 against k=0 at the same N: req/s >= %.1fx; p99 <= k=0 p99 + %v (one switch interval); "+
+	fmt.Fprintf(w, "%d repetition(s) of every case, interleaved (repetition 1 of every case in order, then repetition 2, ...); figures are medians over them, with min..max\n",
+		cfg.reps)
+	fmt.Fprintf(w, "goals for weft's tasks on the loop, at k>0 against k=0 at the same N, on the medians: req/s >= %.1fx; p99 <= k=0 p99 + %v (one switch interval); "+
 		"CPU tasks get at least half of the loop time the echo leaves free (share >= %.1f x free)\n",
 		goalRateRatio, cfg.interval, goalShare)
 
-	all := make([][]row, len(results))
-	for i, vr := range results {
-		all[i] = rows(cfg, vr)
-		fmt.Fprintf(w, "\n== %s [%s]\n", vr.v.title, vr.v.key)
-		printSection(w, vr.v, all[i])
+	for _, rs := range all {
+		if len(rs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n== %s [%s]\n", rs[0].v.title, rs[0].v.key)
+		printSection(w, rs[0].v, rs)
 	}
 
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "units: thousands of iterations of n++; n--, summed over the k workers; no load: their rate with the server idle (no client), once per k")
-	fmt.Fprintln(w, "share: units/s under load / units/s with no load")
-	fmt.Fprintln(w, "free: 1 - the server process's CPU time (user+sys, getrusage) / wall time in the k=0 case at the same N, capped to [0,1]")
+	fmt.Fprintln(w, "req/s: median over the repetitions; min..max: the least and the most of a repetition")
+	fmt.Fprintln(w, "vs k=0: median req/s / the median req/s at k=0 and the same N; per rep: the same ratio within each repetition "+
+		"(req/s in repetition i / k=0's in repetition i), min..max: drift across the run cancels out of it")
+	fmt.Fprintln(w, "p50, p99: of the round-trip latencies pooled over the repetitions (their histograms merged); p99 vs k=0: minus k=0's pooled p99")
+	fmt.Fprintln(w, "units: thousands of iterations of n++; n--, summed over the k workers, median units/s; "+
+		"no load: their median rate with the server idle (no client), measured in every repetition, once per k")
+	fmt.Fprintln(w, "share: units/s under load / units/s with no load in the same repetition, median")
+	fmt.Fprintln(w, "free: 1 - the server process's CPU time (user+sys, getrusage) / wall time in the k=0 case at the same N, capped to [0,1], median")
 	fmt.Fprintf(w, "CPython 3.11 threads, N=1 (measured elsewhere): k=0 24.9k, k=1 116, k=2 50, k=4 38 req/s; CPU work in another process %s; %s\n",
 		fmtSI(cpythonOtherProc), cpythonIntervalRef)
 
@@ -53,28 +62,56 @@ func printConvoy(w io.Writer, cfg *convoyConfig, results []*variantResult) {
 	}
 }
 
+// rateCell formats a row's median req/s, saying how many repetitions it
+// rests on when some failed.
+func rateCell(r *row) string {
+	s := fmtCount(r.rate)
+	if r.okReps < r.reps {
+		s += fmt.Sprintf(" (%d of %d reps)", r.okReps, r.reps)
+	}
+	return s
+}
+
+// spreadCell formats a row's least and most req/s of a repetition.
+func spreadCell(r *row) string {
+	return fmtCount(r.rateLo) + ".." + fmtCount(r.rateHi)
+}
+
+// repRatioCell formats the range of a row's within-repetition ratios to
+// k = 0, or n/a.
+func repRatioCell(r *row) string {
+	if !r.repRatio {
+		return "n/a"
+	}
+	return fmtRatio(r.ratioLo) + ".." + fmtRatio(r.ratioHi)
+}
+
 // printSection prints one variant's rows as an aligned table.
 func printSection(w io.Writer, v *variant, rs []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "N\tk\treq/s\tvs k=0\tp50\tp99\tp99 vs k=0\tCPU units/s\tno load\tshare\tfree\t"
+	head := "N\tk\treq/s\tmin..max\tvs k=0\tper rep\tp50\tp99\tp99 vs k=0\tCPU units/s\tno load\tshare\tfree\t"
 	if v.goals {
 		head += "share goal\t"
 	}
 	fmt.Fprintln(tw, head)
-	for _, r := range rs {
-		if r.err != nil {
+	for i := range rs {
+		r := &rs[i]
+		if !r.measured() {
 			fmt.Fprintf(tw, "%d\t%d\tfailed: %v\t\n", r.conns, r.k, r.err)
 			continue
 		}
-		ratio, dp99, units, idle, share, goal := "-", "-", "-", "-", "-", "-"
+		ratio, perRep, dp99, units, idle, share, goal := "-", "-", "-", "-", "-", "-", "-"
 		if r.k > 0 {
-			ratio, dp99 = "n/a", "n/a"
+			ratio, perRep, dp99 = "n/a", "n/a", "n/a"
 			if r.base {
-				ratio, dp99 = fmtRatio(r.ratio), fmtDelta(r.dp99)
+				ratio, perRep, dp99 = fmtRatio(r.ratio), repRatioCell(r), fmtDelta(r.dp99)
 			}
 			units, idle, share = fmtSI(r.units), "n/a", "n/a"
 			if r.hasIdle {
-				idle, share = fmtSI(r.idle), fmt.Sprintf("%.2f", r.share)
+				idle = fmtSI(r.idle)
+			}
+			if r.hasShare {
+				share = fmt.Sprintf("%.2f", r.share)
 			}
 			if v.goals {
 				ratio += " " + r.goals[0].String()
@@ -89,8 +126,8 @@ func printSection(w io.Writer, v *variant, rs []row) {
 		if r.hasFree {
 			free = fmt.Sprintf("%.2f", r.free)
 		}
-		line := fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t",
-			r.conns, r.k, fmtCount(r.rate), ratio, fmtDur(r.p50), fmtDur(r.p99), dp99, units, idle, share, free)
+		line := fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t",
+			r.conns, r.k, rateCell(r), spreadCell(r), ratio, perRep, fmtDur(r.p50), fmtDur(r.p99), dp99, units, idle, share, free)
 		if v.goals {
 			line += goal + "\t"
 		}
@@ -99,10 +136,11 @@ func printSection(w io.Writer, v *variant, rs []row) {
 	tw.Flush()
 }
 
-// printSummary prints, per variant and N, req/s and p99 at each k > 0
-// against k = 0, and the goals met.
+// printSummary prints, per variant and N, the median req/s at each k > 0
+// against k = 0 with the range of the within-repetition ratios, the p99
+// against k = 0's, and the goals met.
 func printSummary(w io.Writer, all [][]row) {
-	fmt.Fprintln(w, "summary: req/s at k against k=0, and p99 minus the k=0 p99, at the same N")
+	fmt.Fprintln(w, "summary: median req/s at k against k=0 (per-repetition ratios min..max), and p99 minus the k=0 p99, at the same N")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, rs := range all {
 		for i := 0; i < len(rs); {
@@ -110,16 +148,16 @@ func printSummary(w io.Writer, all [][]row) {
 			var b strings.Builder
 			met, known := 0, 0
 			for ; j < len(rs) && rs[j].conns == rs[i].conns; j++ {
-				r := rs[j]
+				r := &rs[j]
 				switch {
 				case r.k == 0:
 					continue
-				case r.err != nil:
+				case !r.measured():
 					fmt.Fprintf(&b, "k=%d failed\t", r.k)
 				case !r.base:
 					fmt.Fprintf(&b, "k=%d n/a\t", r.k)
 				default:
-					fmt.Fprintf(&b, "k=%d %s %s\t", r.k, fmtRatio(r.ratio), fmtDelta(r.dp99))
+					fmt.Fprintf(&b, "k=%d %s (%s) %s\t", r.k, fmtRatio(r.ratio), repRatioCell(r), fmtDelta(r.dp99))
 				}
 				for _, g := range r.goals {
 					if g.known {
@@ -143,22 +181,24 @@ func printSummary(w io.Writer, all [][]row) {
 
 // printMarkdown prints every variant's rows as one Markdown table.
 func printMarkdown(w io.Writer, cfg *convoyConfig, all [][]row) {
-	fmt.Fprintf(w, "%s, %d CPUs, switch interval %v, %v per case\n\n", runtime.Version(), runtime.NumCPU(), cfg.interval, cfg.duration)
-	fmt.Fprintln(w, "| variant | N | k | req/s | vs k=0 | p50 | p99 | p99 vs k=0 | CPU units/s | share | free | goals |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	fmt.Fprintf(w, "%s, %d CPUs, switch interval %v, %v per case, median of %d interleaved repetition(s)\n\n",
+		runtime.Version(), runtime.NumCPU(), cfg.interval, cfg.duration, cfg.reps)
+	fmt.Fprintln(w, "| variant | N | k | req/s | min..max | vs k=0 | per rep | p50 | p99 | p99 vs k=0 | CPU units/s | share | free | goals |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	for _, rs := range all {
-		for _, r := range rs {
-			if r.err != nil {
-				fmt.Fprintf(w, "| %s | %d | %d | failed | | | | | | | | |\n", r.v.short, r.conns, r.k)
+		for i := range rs {
+			r := &rs[i]
+			if !r.measured() {
+				fmt.Fprintf(w, "| %s | %d | %d | failed | | | | | | | | | | |\n", r.v.short, r.conns, r.k)
 				continue
 			}
-			ratio, dp99, units, share, free, goals := "", "", "", "", "", ""
+			ratio, perRep, dp99, units, share, free, goals := "", "", "", "", "", "", ""
 			if r.k > 0 {
 				units = fmtSI(r.units)
 				if r.base {
-					ratio, dp99 = fmtRatio(r.ratio), fmtDelta(r.dp99)
+					ratio, perRep, dp99 = fmtRatio(r.ratio), repRatioCell(r), fmtDelta(r.dp99)
 				}
-				if r.hasIdle {
+				if r.hasShare {
 					share = fmt.Sprintf("%.2f", r.share)
 				}
 				var gs []string
@@ -170,10 +210,11 @@ func printMarkdown(w io.Writer, cfg *convoyConfig, all [][]row) {
 			if r.hasFree {
 				free = fmt.Sprintf("%.2f", r.free)
 			}
-			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				r.v.short, r.conns, r.k, fmtCount(r.rate), ratio, fmtDur(r.p50), fmtDur(r.p99), dp99, units, share, free, goals)
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.v.short, r.conns, r.k, rateCell(r), spreadCell(r), ratio, perRep, fmtDur(r.p50), fmtDur(r.p99), dp99, units, share, free, goals)
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "goals (weft tasks only): req/s >= 0.9x k=0, p99 within one switch interval of k=0, share >= 0.5 x free")
+	fmt.Fprintln(w, "req/s: median over the repetitions; per rep: req/s / k=0's within each repetition, min..max; p50, p99: pooled over the repetitions")
+	fmt.Fprintln(w, "goals (weft tasks only, on the medians): req/s >= 0.9x k=0, p99 within one switch interval of k=0, share >= 0.5 x free")
 }

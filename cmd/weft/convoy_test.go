@@ -4,44 +4,76 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/weft-go/weft/internal/loadgen"
 )
 
+// TestConvoyMeasuresEveryVariantAndDrawsTheChart runs the real convoy,
+// briefly, with two repetitions: every variant gets its rows with their
+// spreads in the Markdown table, and the chart is drawn with whiskers.
 func TestConvoyMeasuresEveryVariantAndDrawsTheChart(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "convoy.svg")
 	var out, errOut bytes.Buffer
-	args := []string{"bench", "convoy", "-duration", "200ms", "-warmup", "50ms", "-k", "0,1", "-conns", "1", "-markdown", "--svg", svg}
+	args := []string{"bench", "convoy", "-duration", "150ms", "-warmup", "50ms", "-reps", "2", "-k", "0,1", "-conns", "1", "-markdown", "--svg", svg}
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
 	s := out.String()
-	for _, want := range []string{"GOMAXPROCS=", "NumCPU=", "switch interval 5ms", "[tasks]", "[offload]", "[go]", "CPython", "summary:"} {
+	for _, want := range []string{"GOMAXPROCS=", "NumCPU=", "switch interval 5ms", "2 repetition(s)", "[tasks]", "[offload]", "[go]",
+		"min..max", "per rep", "pooled", "CPython", "summary:"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
+	for _, want := range []string{"rep 1/2 tasks k=1 no load", "rep 2/2 go N=1 k=1"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, errOut.String())
+		}
+	}
 
-	// The Markdown table has fixed columns: variant, N, k, req/s, vs k=0,
-	// p50, p99, p99 vs k=0, CPU units/s, ...
+	// The Markdown table has fixed columns: variant, N, k, req/s, min..max,
+	// vs k=0, per rep, p50, p99, p99 vs k=0, CPU units/s, share, free, goals.
 	seen := map[string]int{}
 	for _, line := range strings.Split(s, "\n") {
 		cells := strings.Split(line, "|")
-		if len(cells) < 13 || strings.TrimSpace(cells[1]) == "variant" || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+		if len(cells) != 16 || strings.TrimSpace(cells[1]) == "variant" || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
 			continue
 		}
-		name, k := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[3])
-		rate, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(cells[4]), ",", ""), 64)
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		name, k := cells[1], cells[3]
+		rate, err := strconv.ParseFloat(strings.ReplaceAll(cells[4], ",", ""), 64)
 		if err != nil || rate <= 0 {
 			t.Errorf("%s k=%s: req/s %q is not a positive number", name, k, cells[4])
 		}
-		if k == "1" && !positiveSI(strings.TrimSpace(cells[9])) {
-			t.Errorf("%s k=1: CPU units/s %q is not positive", name, cells[9])
+		lo, hi, ok := strings.Cut(cells[5], "..")
+		loV, err1 := strconv.ParseFloat(strings.ReplaceAll(lo, ",", ""), 64)
+		hiV, err2 := strconv.ParseFloat(strings.ReplaceAll(hi, ",", ""), 64)
+		if !ok || err1 != nil || err2 != nil || loV > rate+0.5 || rate > hiV+0.5 {
+			t.Errorf("%s k=%s: min..max %q does not bracket the median %q", name, k, cells[5], cells[4])
+		}
+		if k == "1" {
+			if lo, hi, ok := strings.Cut(cells[7], ".."); !ok || !strings.HasSuffix(lo, "x") || !strings.HasSuffix(hi, "x") {
+				t.Errorf("%s k=1: per-repetition ratios %q are not a range", name, cells[7])
+			}
+			if !strings.HasSuffix(cells[6], "x") {
+				t.Errorf("%s k=1: vs k=0 %q is not a ratio", name, cells[6])
+			}
+			if !positiveSI(cells[11]) {
+				t.Errorf("%s k=1: CPU units/s %q is not positive", name, cells[11])
+			}
 		}
 		seen[name]++
 	}
@@ -58,12 +90,174 @@ func TestConvoyMeasuresEveryVariantAndDrawsTheChart(t *testing.T) {
 	if err := wellFormed(data); err != nil {
 		t.Errorf("the chart is not well-formed XML: %v", err)
 	}
-	for _, want := range []string{"<svg", "CPython", "weft (tasks)", "weft (Offload)", "Go (GOMAXPROCS=1)", "N=1"} {
+	for _, want := range []string{"<svg", "CPython", "weft (tasks)", "weft (Offload)", "Go (GOMAXPROCS=1)", "N=1", "whiskers", "min..max: "} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("the chart lacks %q", want)
 		}
 	}
 	assertNoChildren(t)
+}
+
+// fakeCall is one run of a fake variant: which variant and k.
+type fakeCall struct {
+	key string
+	k   int
+}
+
+// fakeHist returns the histBuckets of a histogram with n values of d and
+// m values of tail.
+func fakeHist(n int, d time.Duration, m int, tail time.Duration) [][2]int64 {
+	h := new(loadgen.Histogram)
+	for range n {
+		h.Record(d)
+	}
+	for range m {
+		h.Record(tail)
+	}
+	return histBuckets(h)
+}
+
+// TestConvoyInterleavesRepetitionsAndTakesMedians runs fake variants to
+// check the order of the runs and the figures derived from known
+// repetitions: medians, spreads, within-repetition ratios, pooled
+// latencies, the goals and a failed repetition.
+func TestConvoyInterleavesRepetitionsAndTakesMedians(t *testing.T) {
+	var calls []fakeCall
+	// Per repetition each fake variant runs: no load at k=1, N=1 k=0, N=1 k=1.
+	// k=0: 1000, 3000, 2000 req/s, CPU fraction 0.6, 0.5, 0.4 (free 0.5);
+	// k=1: 900, 1500, 1900 req/s (per rep 0.9x, 0.5x, 0.95x; medians
+	// 1500 / 2000 = 0.75x), units 60, 100, 300 against 100, 200, 400 with no
+	// load (share 0.6, 0.5, 0.75: median 0.6). The third k=1 repetition has
+	// a 50 ms tail in 3 of its 100 round trips: the pooled p99 sees it.
+	// Variant "b" fails its second k=1 repetition.
+	fake := func(key string, failing bool) *variant {
+		n := 0
+		return &variant{key: key, short: key, title: key, goals: true, run: func(k int, _ time.Duration, _ driver) (measure, error) {
+			calls = append(calls, fakeCall{key, k})
+			rep, pos := n/3, n%3
+			n++
+			sec := time.Second
+			switch pos {
+			case 0:
+				return measure{win: window{wall: sec, units: []int64{100, 200, 400}[rep]}}, nil
+			case 1:
+				return measure{
+					load: &clientReport{Rate: []float64{1000, 3000, 2000}[rep], Hist: fakeHist(100, 10*time.Microsecond, 0, 0)},
+					win:  window{wall: sec, cpu: []time.Duration{600, 500, 400}[rep] * time.Millisecond, cpuOK: true},
+				}, nil
+			}
+			if failing && rep == 1 {
+				return measure{}, errors.New("broken")
+			}
+			tail := 0
+			if rep == 2 {
+				tail = 3
+			}
+			return measure{
+				load: &clientReport{Rate: []float64{900, 1500, 1900}[rep], Hist: fakeHist(100-tail, time.Millisecond, tail, 50*time.Millisecond)},
+				win:  window{wall: sec, units: []int64{60, 100, 300}[rep], cpu: sec, cpuOK: true},
+			}, nil
+		}}
+	}
+	cfg := &convoyConfig{duration: time.Millisecond, interval: 5 * time.Millisecond, reps: 3, ks: []int{0, 1}, conns: []int{1},
+		variants: []*variant{fake("a", false), fake("b", true)}}
+	var progress bytes.Buffer
+	results, failed := runConvoy(cfg, &progress)
+	if failed != 1 {
+		t.Errorf("%d failures, want 1:\n%s", failed, progress.String())
+	}
+	var want []fakeCall
+	for range cfg.reps {
+		for _, key := range []string{"a", "b"} {
+			want = append(want, fakeCall{key, 1}, fakeCall{key, 0}, fakeCall{key, 1})
+		}
+	}
+	if !slices.Equal(calls, want) {
+		t.Errorf("runs in the order %v, want %v", calls, want)
+	}
+
+	a := rows(cfg, results[0])
+	if len(a) != 2 || a[0].k != 0 || a[1].k != 1 {
+		t.Fatalf("rows: %+v", a)
+	}
+	r0, r1 := a[0], a[1]
+	if r0.rate != 2000 || r0.rateLo != 1000 || r0.rateHi != 3000 || r0.okReps != 3 {
+		t.Errorf("k=0: rate %v (%v..%v) over %d reps, want 2000 (1000..3000) over 3", r0.rate, r0.rateLo, r0.rateHi, r0.okReps)
+	}
+	if math.Abs(r0.free-0.5) > 1e-9 || !r0.hasFree {
+		t.Errorf("k=0: free %v, want 0.5", r0.free)
+	}
+	if r1.rate != 1500 || r1.rateLo != 900 || r1.rateHi != 1900 {
+		t.Errorf("k=1: rate %v (%v..%v), want 1500 (900..1900)", r1.rate, r1.rateLo, r1.rateHi)
+	}
+	if math.Abs(r1.ratio-0.75) > 1e-9 || !r1.repRatio || math.Abs(r1.ratioLo-0.5) > 1e-9 || math.Abs(r1.ratioHi-0.95) > 1e-9 {
+		t.Errorf("k=1: ratio %v (per rep %v..%v), want 0.75 (0.5..0.95)", r1.ratio, r1.ratioLo, r1.ratioHi)
+	}
+	if r1.units != 100 || r1.idle != 200 || math.Abs(r1.share-0.6) > 1e-9 || !r1.hasShare {
+		t.Errorf("k=1: units %v, no load %v, share %v; want 100, 200, 0.6", r1.units, r1.idle, r1.share)
+	}
+	if !near(r1.p50, time.Millisecond) || !near(r1.p99, 50*time.Millisecond) || !near(r1.dp99, 50*time.Millisecond-10*time.Microsecond) {
+		t.Errorf("k=1: p50 %v, p99 %v (+%v), want 1ms and the pooled tail, 50ms", r1.p50, r1.p99, r1.dp99)
+	}
+	if got := fmt.Sprint(r1.goals); got != "[MISS MISS PASS]" {
+		t.Errorf("k=1 goals %s, want [MISS MISS PASS]", got)
+	}
+
+	b := rows(cfg, results[1])[1]
+	if b.okReps != 2 || b.reps != 3 || b.err == nil || b.rate != 1400 || math.Abs(b.ratioLo-0.9) > 1e-9 || math.Abs(b.ratioHi-0.95) > 1e-9 {
+		t.Errorf("b k=1: %d of %d reps (%v), rate %v, per rep %v..%v; want 2 of 3, 1400, 0.9..0.95",
+			b.okReps, b.reps, b.err, b.rate, b.ratioLo, b.ratioHi)
+	}
+
+	all := [][]row{a, rows(cfg, results[1])}
+	cfg.markdown = true
+	var out bytes.Buffer
+	printConvoy(&out, cfg, all)
+	for _, want := range []string{"1,500", "900..1,900", "0.75x MISS", "0.50x..0.95x", "0.75x (0.50x..0.95x)", "1,400 (2 of 3 reps)",
+		"| a | 1 | 1 | 1,500 | 900..1,900 | 0.75x | 0.50x..0.95x |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	svg := convoySVG(cfg, all)
+	if err := wellFormed([]byte(svg)); err != nil {
+		t.Errorf("the chart is not well-formed XML: %v", err)
+	}
+	if !strings.Contains(svg, "min..max: 900..1,900") || !strings.Contains(svg, "median of 3") {
+		t.Errorf("the chart lacks the whiskers or their legend:\n%s", svg)
+	}
+}
+
+// near reports whether a latency from a histogram is within 1% of want.
+func near(got, want time.Duration) bool {
+	return math.Abs(float64(got-want)) <= float64(want)/100
+}
+
+// TestHistogramsSurviveTheReport checks that a latency histogram comes
+// back from the client's report with the same quantiles.
+func TestHistogramsSurviveTheReport(t *testing.T) {
+	h := new(loadgen.Histogram)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		h.Record(time.Duration(rng.ExpFloat64() * float64(30*time.Microsecond)))
+	}
+	for range 50 {
+		h.Record(time.Duration(rng.IntN(int(time.Second))))
+	}
+	got := new(loadgen.Histogram)
+	recordBuckets(got, histBuckets(h))
+	if got.TotalCount != h.TotalCount {
+		t.Fatalf("%d values, want %d", got.TotalCount, h.TotalCount)
+	}
+	for i := 0; i <= 1000; i++ {
+		q := float64(i) / 1000
+		if got.Quantile(q) != h.Quantile(q) {
+			t.Errorf("quantile %v: %v, want %v", q, got.Quantile(q), h.Quantile(q))
+		}
+	}
+	if b := histBuckets(new(loadgen.Histogram)); len(b) != 0 {
+		t.Errorf("an empty histogram gives %v", b)
+	}
 }
 
 // positiveSI reports whether s, a number with an optional k, M or G
@@ -101,6 +295,8 @@ func assertNoChildren(t *testing.T) {
 	}
 }
 
+// TestBadFlagsAreErrors checks that bad flags and arguments of the bench
+// commands fail with a message.
 func TestBadFlagsAreErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "convoy", "-k", "abc"},
@@ -110,6 +306,7 @@ func TestBadFlagsAreErrors(t *testing.T) {
 		{"bench", "convoy", "-variants", "tasks,nosuch"},
 		{"bench", "convoy", "-duration", "0s"},
 		{"bench", "convoy", "-interval", "-1ms"},
+		{"bench", "convoy", "-reps", "0"},
 		{"bench", "convoy", "-nosuchflag"},
 		{"bench", "convoy", "extra"},
 		{"bench", "sha256", "-size", "0"},
@@ -126,6 +323,8 @@ func TestBadFlagsAreErrors(t *testing.T) {
 	assertNoChildren(t)
 }
 
+// TestConvoyHelpIsNotAnError checks that -h prints the flags to stdout
+// and succeeds.
 func TestConvoyHelpIsNotAnError(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"bench", "convoy", "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-variants") {
@@ -133,6 +332,7 @@ func TestConvoyHelpIsNotAnError(t *testing.T) {
 	}
 }
 
+// TestListsAndNumbersFormat checks parseIntList and the number formats.
 func TestListsAndNumbersFormat(t *testing.T) {
 	ks, err := parseIntList(" 4,0,2, 1,2", 0, 64)
 	if err != nil || !slices.Equal(ks, []int{0, 1, 2, 4}) {
@@ -150,6 +350,8 @@ func TestListsAndNumbersFormat(t *testing.T) {
 	}
 }
 
+// TestSmallRatiosKeepTheirDigits checks that fmtRatio keeps small ratios
+// readable.
 func TestSmallRatiosKeepTheirDigits(t *testing.T) {
 	for r, want := range map[float64]string{0.95: "0.95x", 1.2: "1.20x", 0.0011: "0.0011x", 0.0543: "0.0543x", 0: "0.00x"} {
 		if got := fmtRatio(r); got != want {

@@ -79,26 +79,25 @@ func parseVariants(s string) ([]*variant, error) {
 
 // variantResult is everything measured for one variant.
 type variantResult struct {
-	v       *variant
-	idle    map[int]float64 // k → the CPU workers' units/s with no load
-	idleErr map[int]error   // k → why the no-load run failed
-	cases   []convoyCase    // by N, then k, ascending
+	v     *variant
+	idle  map[int][]repResult // k → the no-load runs of the CPU workers, one per repetition
+	cases []convoyCase        // by N, then k, ascending
 }
 
-// convoyCase is one measured case.
+// convoyCase is one case (N and k) and its repetitions.
 type convoyCase struct {
 	conns, k int
-	m        measure
-	err      error
+	reps     []repResult // one per repetition, in order
 }
 
-// find returns the case for conns and k, if it was measured without error.
-func (vr *variantResult) find(conns, k int) (*convoyCase, bool) {
-	for i := range vr.cases {
-		c := &vr.cases[i]
-		if c.conns == conns && c.k == k && c.err == nil && c.m.load != nil {
-			return c, true
-		}
-	}
-	return nil, false
+// repResult is one repetition of a case or of a no-load run.
+type repResult struct {
+	m   measure
+	err error
+}
+
+// ok reports whether the repetition succeeded (with a load report if it
+// ran under load).
+func (r repResult) ok(loaded bool) bool {
+	return r.err == nil && (!loaded || r.m.load != nil)
 }

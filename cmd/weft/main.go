@@ -60,7 +60,8 @@ commands:
   bench            core benchmarks beside their Go-native twins, with ratios
   bench convoy     an echo server beside k CPU-bound workers: weft tasks, weft
                    Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
-                   -conns -interval -variants -svg FILE -markdown; -h for more)
+                   -conns -reps -interval -variants -svg FILE -markdown; -h for
+                   more)
   bench sha256     hash messages in tasks on one loop, then in Offload
                    (flags: -size -n -interval)
   help             this text

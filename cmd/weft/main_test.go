@@ -16,6 +16,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// TestTourRunsTheNamedProgramWithHeadingAndTime runs two tour programs and
+// checks their headings, output and timing lines.
 func TestTourRunsTheNamedProgramWithHeadingAndTime(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"tour", "yield", "deadlock"}, &out, &errOut); code != 0 {
@@ -29,6 +31,8 @@ func TestTourRunsTheNamedProgramWithHeadingAndTime(t *testing.T) {
 	}
 }
 
+// TestUnknownCommandAndProgramAreErrors checks the exit statuses of an
+// unknown command, an unknown tour program and no arguments.
 func TestUnknownCommandAndProgramAreErrors(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {

@@ -6,6 +6,8 @@ import (
 	"testing"
 )
 
+// TestSHA256ComparesTheLoopWithOffload runs `weft bench sha256` on two
+// small messages and checks its report.
 func TestSHA256ComparesTheLoopWithOffload(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"bench", "sha256", "-size", "1048576", "-n", "2"}, &out, &errOut); code != 0 {
@@ -19,6 +21,7 @@ func TestSHA256ComparesTheLoopWithOffload(t *testing.T) {
 	}
 }
 
+// TestFilledMessagesAreDeterministicAndDistinct checks fillMessages.
 func TestFilledMessagesAreDeterministicAndDistinct(t *testing.T) {
 	a, b := fillMessages(2, 1001), fillMessages(2, 1001)
 	if !bytes.Equal(a[0], b[0]) || !bytes.Equal(a[1], b[1]) {

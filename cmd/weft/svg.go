@@ -11,12 +11,14 @@ import (
 )
 
 // chartSeries is one set of bars in the chart: a value per k (missing k
-// have no bar).
+// have no bar), and for measured series the spread over the repetitions
+// as whiskers.
 type chartSeries struct {
 	name   string
 	fill   string
 	dashed bool // a reference drawn in outline
 	values map[int]float64
+	spread map[int][2]float64 // k → the least and most of a repetition
 }
 
 // Chart geometry, in SVG user units.
@@ -27,10 +29,12 @@ const (
 	legendY        = 560 // baseline of the legend's first row
 )
 
-// convoySVG draws req/s by k at N=1 (or the smallest N measured) as
-// grouped bars, one per variant, with CPython's threaded figures as a
-// reference series and its other-process figure as a line, on a log axis.
-func convoySVG(cfg *convoyConfig, results []*variantResult) string {
+// convoySVG draws the median req/s by k at N=1 (or the smallest N
+// measured) as grouped bars, one per variant (all holds each variant's
+// rows), with whiskers from the least to the most of a repetition, with
+// CPython's threaded figures as a reference series and its other-process
+// figure as a line, on a log axis.
+func convoySVG(cfg *convoyConfig, all [][]row) string {
 	n := cfg.conns[0]
 	title := "Echo server requests/s beside k CPU-bound workers, N=1 connection"
 	if n != 1 {
@@ -38,11 +42,16 @@ func convoySVG(cfg *convoyConfig, results []*variantResult) string {
 	}
 	colours := map[string]string{"tasks": "#2b6cb0", "offload": "#2f855a", "go": "#dd6b20"}
 	var series []chartSeries
-	for _, vr := range results {
-		s := chartSeries{name: vr.v.short, fill: colours[vr.v.key], values: map[int]float64{}}
-		for _, k := range cfg.ks {
-			if c, ok := vr.find(n, k); ok {
-				s.values[k] = c.m.load.Rate
+	for _, rs := range all {
+		if len(rs) == 0 {
+			continue
+		}
+		v := rs[0].v
+		s := chartSeries{name: v.short, fill: colours[v.key], values: map[int]float64{}, spread: map[int][2]float64{}}
+		for _, r := range rs {
+			if r.conns == n && r.measured() {
+				s.values[r.k] = r.rate
+				s.spread[r.k] = [2]float64{r.rateLo, r.rateHi}
 			}
 		}
 		series = append(series, s)
@@ -51,6 +60,9 @@ func convoySVG(cfg *convoyConfig, results []*variantResult) string {
 
 	lo, hi := logRange(cfg.ks, series)
 	y := func(v float64) float64 {
+		if v <= 0 {
+			return plotB // zero has no place on a log axis: the floor
+		}
 		f := (math.Log10(v) - math.Log10(lo)) / (math.Log10(hi) - math.Log10(lo))
 		return plotB - f*(plotB-plotT)
 	}
@@ -62,6 +74,8 @@ func convoySVG(cfg *convoyConfig, results []*variantResult) string {
 	text(&b, 24, 34, 18, "start", "bold", title)
 	text(&b, 24, 58, 12, "start", "", fmt.Sprintf("weft bench convoy: %s, NumCPU=%d, switch interval %v, %v counted per case; log scale",
 		runtime.Version(), runtime.NumCPU(), cfg.interval, cfg.duration))
+	text(&b, 24, 76, 12, "start", "", fmt.Sprintf("bars: the median of %d interleaved repetition(s); whiskers: the least and the most of a repetition",
+		cfg.reps))
 
 	// The y axis: a labelled grid line at each power of ten, lighter ones
 	// at 2 and 5 times it.
@@ -102,9 +116,24 @@ func convoySVG(cfg *convoyConfig, results []*variantResult) string {
 			if s.dashed {
 				stroke = ` stroke="#4a5568" stroke-dasharray="4 3"`
 			}
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s><title>%s, k=%d: %s req/s</title></rect>`+"\n",
-				x+1, top, barW-2, plotB-top, s.fill, stroke, escape(s.name), k, fmtCount(v))
-			text(&b, x+barW/2, top-4, 10, "middle", "", barLabel(v))
+			tip := fmt.Sprintf("%s, k=%d: %s req/s", s.name, k, fmtCount(v))
+			sp, whiskers := s.spread[k]
+			if whiskers {
+				tip += fmt.Sprintf(" (median; min..max %s..%s)", fmtCount(sp[0]), fmtCount(sp[1]))
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s><title>%s</title></rect>`+"\n",
+				x+1, top, barW-2, plotB-top, s.fill, stroke, escape(tip))
+			labelY := top
+			if whiskers {
+				cx, capW := x+barW/2, min(barW*0.3, 8)
+				yl, yh := y(sp[0]), y(sp[1])
+				fmt.Fprintf(&b, `<g stroke="#1a202c" stroke-width="1.2"><title>min..max: %s..%s</title>`+
+					`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`+"\n",
+					fmtCount(sp[0]), fmtCount(sp[1]),
+					cx, yl, cx, yh, cx-capW, yl, cx+capW, yl, cx-capW, yh, cx+capW, yh)
+				labelY = min(top, yh)
+			}
+			text(&b, x+barW/2, labelY-4, 10, "middle", "", barLabel(v))
 		}
 	}
 
@@ -143,13 +172,19 @@ func convoySVG(cfg *convoyConfig, results []*variantResult) string {
 	return b.String()
 }
 
-// logRange returns the powers of ten that enclose every value charted.
+// logRange returns the powers of ten that enclose every value charted,
+// whiskers included.
 func logRange(ks []int, series []chartSeries) (lo, hi float64) {
 	vals := []float64{cpythonOtherProc}
 	for _, s := range series {
 		for _, k := range ks {
 			if v, ok := s.values[k]; ok && v > 0 {
 				vals = append(vals, v)
+			}
+			for _, v := range s.spread[k] {
+				if v > 0 {
+					vals = append(vals, v)
+				}
 			}
 		}
 	}

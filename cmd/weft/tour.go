@@ -52,6 +52,7 @@ func runTour(w io.Writer, names []string) error {
 	return nil
 }
 
+// findProgram returns the tour program called name, if there is one.
 func findProgram(name string) (tour.Program, bool) {
 	for _, p := range tour.Programs {
 		if p.Name == name {
@@ -61,6 +62,7 @@ func findProgram(name string) (tour.Program, bool) {
 	return tour.Program{}, false
 }
 
+// programNames lists the tour programs' names, comma-separated.
 func programNames() string {
 	var names []string
 	for _, p := range tour.Programs {

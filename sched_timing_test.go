@@ -3,6 +3,7 @@ package weft_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -191,15 +192,18 @@ func TestWithSwitchIntervalRejectsNonPositive(t *testing.T) {
 // Not just the median: with two CPU-bound tasks, one of them drives the
 // scheduler and picks itself again after the woken task has run; a wake it
 // finds at its next Checkpoint must still make it give way. (It once did
-// not, and a tick now and then waited two whole intervals, 10 ms.)
+// not, and every few hundred ticks one waited two whole intervals, 10 ms.)
+// A single long wait is forgiven: a busy VM or a collection of the garbage
+// of earlier tests can stall a process that long once.
 func TestNoTickWaitsForIntervalsBesideTwoCPUTasks(t *testing.T) {
 	skipTimingUnderRace(t)
+	runtime.GC()
 	var stop atomic.Bool
 	var lags []time.Duration
 	run(t, func(wt *weft.Task) {
 		a, b := weft.Go(wt, spin(&stop)), weft.Go(wt, spin(&stop))
 		ticker := weft.Go(wt, func(wt *weft.Task) (int, error) {
-			for i := 0; i < 600; i++ {
+			for i := 0; i < 900; i++ {
 				want := time.Now().Add(time.Millisecond)
 				wt.Sleep(time.Millisecond)
 				lags = append(lags, time.Since(want))
@@ -210,7 +214,13 @@ func TestNoTickWaitsForIntervalsBesideTwoCPUTasks(t *testing.T) {
 		weft.All(wt, a, b, ticker)
 	}, weft.WithSwitchInterval(5*time.Millisecond))
 	slices.Sort(lags)
-	if worst := lags[len(lags)-1]; worst >= 8*time.Millisecond {
-		t.Fatalf("a tick waited %v beside two CPU tasks (median %v, p99 %v)", worst, lags[len(lags)/2], lags[len(lags)*99/100])
+	long := 0
+	for _, l := range lags {
+		if l >= 8*time.Millisecond {
+			long++
+		}
+	}
+	if long > 1 {
+		t.Fatalf("%d ticks waited 8 ms or more beside two CPU tasks (worst %v, median %v)", long, lags[len(lags)-1], lags[len(lags)/2])
 	}
 }

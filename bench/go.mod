@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/weft-go/weft v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

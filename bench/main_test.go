@@ -3,20 +3,26 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/weft-go/weft/internal/loadgen"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weft-go/weft/internal/loadgen"
+	"go.uber.org/goleak"
 )
 
-// TestMain lets the test binary serve as a server child too: the tests
-// start it again as `bench.test serve KIND ADDR`, as the command does.
+// TestMain lets the test binary serve as a server child too (the tests
+// start it again as `bench.test serve KIND ADDR`, as the command does), and
+// checks that the tests leave no goroutine behind.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == serveMode {
 		os.Exit(childMain(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m,
+		// gnet's dependency ants starts a global worker pool when it loads.
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"))
 }
 
 // TestServers runs each server briefly with 1 and 3 connections, through

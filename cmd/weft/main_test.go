@@ -5,15 +5,18 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain lets the test binary stand in for the weft command when a
-// benchmark starts it again in a hidden mode (the convoy's load client).
+// benchmark starts it again in a hidden mode (the convoy's load client), and
+// checks that the tests leave no goroutine behind.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == clientMode {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // TestTourRunsTheNamedProgramWithHeadingAndTime runs two tour programs and

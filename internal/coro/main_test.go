@@ -1,0 +1,10 @@
+package coro
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain checks that the package's tests leave no goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -104,3 +104,29 @@ func ExampleTask_Protect() {
 	// goodbye sent: true
 	// true
 }
+
+// A CPU-bound loop that calls Checkpoint lets a timer task run in the
+// middle of it: the computation stops once the ticker has ticked three
+// times (bounded, in case the machine is very slow).
+func ExampleTask_Checkpoint() {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		ticks := 0
+		weft.Go(t, func(t *weft.Task) (struct{}, error) {
+			for i := 0; i < 3; i++ {
+				t.Sleep(time.Millisecond)
+				ticks++
+			}
+			return struct{}{}, nil
+		})
+		sum := 0
+		for i := 0; i < 1<<32 && ticks < 3; i++ {
+			sum += i
+			if i%1000 == 0 {
+				t.Checkpoint() // the ticker runs here when its timer is due
+			}
+		}
+		fmt.Println("ticks while computing:", ticks)
+		return struct{}{}, nil
+	})
+	// Output: ticks while computing: 3
+}

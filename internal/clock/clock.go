@@ -29,9 +29,16 @@ type Real struct{ epoch time.Time }
 // NewReal returns a real clock whose epoch is now.
 func NewReal() *Real { return &Real{epoch: time.Now()} }
 
-func (c *Real) Now() time.Time     { return time.Now() }
-func (c *Real) Nanotime() int64    { return int64(time.Since(c.epoch)) }
-func (c *Real) Virtual() bool      { return false }
+// Now returns the wall time.
+func (c *Real) Now() time.Time { return time.Now() }
+
+// Nanotime returns the monotonic time since the clock was made.
+func (c *Real) Nanotime() int64 { return int64(time.Since(c.epoch)) }
+
+// Virtual reports false: a real clock moves by itself.
+func (c *Real) Virtual() bool { return false }
+
+// AdvanceTo does nothing: a real clock cannot be moved.
 func (c *Real) AdvanceTo(ns int64) {}
 
 // Virtual is a clock that stands still until advanced. Now starts at the
@@ -44,9 +51,16 @@ type Virtual struct {
 // NewVirtual returns a virtual clock reading start.
 func NewVirtual(start time.Time) *Virtual { return &Virtual{start: start} }
 
-func (c *Virtual) Now() time.Time  { return c.start.Add(time.Duration(c.ns.Load())) }
+// Now returns the start time plus the time advanced so far.
+func (c *Virtual) Now() time.Time { return c.start.Add(time.Duration(c.ns.Load())) }
+
+// Nanotime returns the time advanced so far.
 func (c *Virtual) Nanotime() int64 { return c.ns.Load() }
-func (c *Virtual) Virtual() bool   { return true }
+
+// Virtual reports true.
+func (c *Virtual) Virtual() bool { return true }
+
+// AdvanceTo moves the clock forward to ns; it never moves it back.
 func (c *Virtual) AdvanceTo(ns int64) {
 	for {
 		cur := c.ns.Load()

@@ -288,9 +288,10 @@ func (c *PacketConn) LocalAddr() net.Addr { return c.impl.localAddr() }
 // matching net.ErrClosed; as Conn.Close.
 func (c *PacketConn) Close() error { return c.impl.close() }
 
-var errMissingAddress = errors.New("missing address")
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
+var (
+	errMissingAddress = errors.New("missing address")
+	errNoHalfClose    = errors.New("half-close not supported")
+)
 
 // isTooManyFiles reports whether err says the process or system is out of
 // file descriptors.

@@ -14,6 +14,7 @@ package weft
 // the loop can ever hit a descriptor number reused by someone else.
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -293,7 +294,7 @@ func listenFD(t *Task, network, address string) (listenerImpl, error) {
 // without IPv6 falls back to the IPv4 wildcard, as the net package does.
 func socketOrIPv4(sa *unix.Sockaddr, family *int, sotype int) (int, error) {
 	s, err := socket(*family, sotype)
-	if err != nil && *family == unix.AF_INET6 && errorsIs(err, unix.EAFNOSUPPORT) {
+	if err != nil && *family == unix.AF_INET6 && errors.Is(err, unix.EAFNOSUPPORT) {
 		if in6, ok := (*sa).(*unix.SockaddrInet6); ok && in6.Addr == [16]byte{} {
 			*sa, *family = &unix.SockaddrInet4{Port: in6.Port}, unix.AF_INET
 			return socket(*family, sotype)

@@ -1,7 +1,6 @@
 package weft
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -26,8 +25,6 @@ type fileImpl interface {
 	write(t *Task, b []byte) (int, error)
 	close() error
 }
-
-var errNoHalfClose = errors.New("half-close not supported")
 
 // bind returns f's implementation on t's loop, making it on first use.
 func (f *File) bind(t *Task) (fileImpl, error) {

@@ -25,10 +25,13 @@ package weft
 //     once: this is what defeats the convoy) or if the task has used its
 //     interval and another task waits. Tasks that are runnable only because
 //     they gave way themselves (other CPU-bound tasks, new tasks) do not cut
-//     a slice short: CPU-bound tasks share the loop by the interval. The number of fast calls between slow ones adapts so that the
-//     slow path runs about every pollPeriod of the caller's time, whatever
-//     the work between two calls. Wakes from other goroutines and
-//     cancellations set the flag, so the next call sees them.
+//     a slice short: CPU-bound tasks share the loop by the interval. The
+//     number of fast calls between slow ones adapts so that the slow path
+//     runs about once per poll period of the caller's own time, whatever the
+//     work between two calls; the period is 2 µs after a look that woke a
+//     task and grows by half after each look that found nothing, up to
+//     50 µs. Wakes from other goroutines and cancellations set the flag, so
+//     the next call sees them.
 //
 //   - A budget: a task that keeps finding results ready (awaiting settled
 //     promises, reads that return data at once) is made to yield after
@@ -105,7 +108,8 @@ func (l *loop) checkBatchDue(now int64) {
 // (see WithSwitchInterval) since it last waited and another task is
 // runnable: the task then goes to the batch lane, behind interactive tasks.
 // Meanwhile Checkpoint keeps the loop's view of fds and timers fresh,
-// polling the kernel without blocking about every 50 µs of the task's time.
+// polling the kernel without blocking every 2 to 50 µs of the task's time
+// (more often while events keep coming).
 //
 // Checkpoint is a cancellation point: if the task has been cancelled it
 // returns the cause (matching context.Canceled).
@@ -127,7 +131,7 @@ func (t *Task) checkpoint() error {
 	l.preempt.Store(0)
 	now := l.clock.Nanotime()
 
-	// Adapt the stride so that slow paths come about every pollPeriod.
+	// Adapt the stride so that slow paths come about once per poll period.
 	if dt := now - l.cpLast; l.cpLast != 0 && dt > 0 {
 		stride := int64(l.cpStride) * l.pollPeriod / dt
 		l.cpStride = int32(min(max(stride, 1), maxCheckpointStride))

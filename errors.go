@@ -1,7 +1,6 @@
 package weft
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -92,11 +91,6 @@ func (l *loop) isDeadlockErr(err error) bool {
 	}
 	var d *DeadlockError
 	return (errors.As(err, &d) && d == l.deadlock) || errors.Is(err, errAborted)
-}
-
-// isDeadline reports whether a cancellation cause is a deadline.
-func isDeadline(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded)
 }
 
 func funcPC(f any) uintptr { return reflect.ValueOf(f).Pointer() }

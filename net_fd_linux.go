@@ -178,7 +178,6 @@ func (fd *netFD) release() {
 
 func (fd *netFD) localAddr() net.Addr  { return fd.laddr }
 func (fd *netFD) remoteAddr() net.Addr { return fd.raddr }
-func (fd *netFD) addr() net.Addr       { return fd.laddr }
 
 func bindPipeFD(t *Task, pfd int) (fileImpl, error) {
 	fd, err := newNetFD(t, pfd, fdPipe, "pipe")

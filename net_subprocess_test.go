@@ -168,7 +168,6 @@ func TestAcceptBacksOffOnEMFILEAndRecovers(t *testing.T) {
 	}
 	addr := strings.TrimPrefix(lines.Text(), "addr ")
 	// Connect three clients; the helper can accept none until it frees fds.
-	var conns []net.Conn
 	for i := 0; i < 3; i++ {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -176,7 +175,6 @@ func TestAcceptBacksOffOnEMFILEAndRecovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		conns = append(conns, c)
 	}
 	var report string
 	for lines.Scan() {

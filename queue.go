@@ -38,14 +38,6 @@ func (q *queue[T]) pop() (T, bool) {
 	return v, true
 }
 
-func (q *queue[T]) peek() (T, bool) {
-	if q.size == 0 {
-		var zero T
-		return zero, false
-	}
-	return q.buf[q.head], true
-}
-
 // grow doubles the buffer (always a power of two, so indexes wrap by mask).
 func (q *queue[T]) grow() {
 	n := 2 * len(q.buf)

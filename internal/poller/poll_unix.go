@@ -15,12 +15,11 @@ import (
 )
 
 type pollBackend struct {
-	armed  map[int]Mode
-	pfds   []unix.PollFd
-	rpipe  int
-	wpipe  int
-	woken  atomic.Bool
-	closed bool
+	armed map[int]Mode
+	pfds  []unix.PollFd
+	rpipe int
+	wpipe int
+	woken atomic.Bool
 }
 
 func newPoll() (*pollBackend, error) {

@@ -14,7 +14,6 @@ import (
 // about 0.55 s but the program ends at about 0.65 s, when the "sluggish"
 // task that lost its timeout finishes its sleep.
 func Race(w io.Writer) error {
-	start := time.Now()
 	slow := func(t *weft.Task, name string, d time.Duration) *weft.Promise[string] {
 		return weft.Go(t, func(t *weft.Task) (string, error) {
 			if err := t.Sleep(d); err != nil {
@@ -27,34 +26,27 @@ func Race(w io.Writer) error {
 		timer := slow(t, "timed out", d)
 		return weft.Race(t, p, timer)
 	}
-	var lastLine time.Duration
-	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
+	return timedRun(w, func(t *weft.Task) error {
 		winner, err := weft.Race(t, slow(t, "tortoise", 300*time.Millisecond), slow(t, "hare", 100*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "race:", winner)
 		fast, err := timeout(t, 200*time.Millisecond, slow(t, "quick", 50*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "fast:", fast)
 		sluggish, err := timeout(t, 200*time.Millisecond, slow(t, "sluggish", 500*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "slow:", sluggish)
 		names, err := weft.All(t, slow(t, "a", 200*time.Millisecond), slow(t, "b", 100*time.Millisecond), slow(t, "c", 150*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "all:", strings.Join(names, " "))
-		lastLine = time.Since(start)
-		return struct{}{}, nil
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "last line at %.2fs, program ended at %.2fs\n", lastLine.Seconds(), time.Since(start).Seconds())
-	return nil
 }

@@ -15,7 +15,6 @@ import (
 // sluggish task when its 0.2 s are up. Nothing is left running after the
 // last line, so the program ends with it, at about 0.55 s instead of 0.65.
 func RaceCancel(w io.Writer) error {
-	start := time.Now()
 	slow := func(name string, d time.Duration) func(t *weft.Task) (string, error) {
 		return func(t *weft.Task) (string, error) {
 			if err := t.Sleep(d); err != nil {
@@ -31,21 +30,20 @@ func RaceCancel(w io.Writer) error {
 		}
 		return v, err
 	}
-	var lastLine time.Duration
-	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
+	return timedRun(w, func(t *weft.Task) error {
 		winner, err := weft.First(t, slow("tortoise", 300*time.Millisecond), slow("hare", 100*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "race:", winner)
 		fast, err := timeout(t, 200*time.Millisecond, slow("quick", 50*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "fast:", fast)
 		sluggish, err := timeout(t, 200*time.Millisecond, slow("sluggish", 500*time.Millisecond))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "slow:", sluggish)
 		names, err := weft.All(t,
@@ -53,15 +51,9 @@ func RaceCancel(w io.Writer) error {
 			weft.Go(t, slow("b", 100*time.Millisecond)),
 			weft.Go(t, slow("c", 150*time.Millisecond)))
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		fmt.Fprintln(w, "all:", strings.Join(names, " "))
-		lastLine = time.Since(start)
-		return struct{}{}, nil
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "last line at %.2fs, program ended at %.2fs\n", lastLine.Seconds(), time.Since(start).Seconds())
-	return nil
 }

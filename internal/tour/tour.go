@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/weft-go/weft"
 )
 
 // Program is one entry of the tour.
@@ -33,6 +35,24 @@ var Programs = []Program{
 // seconds formats the time since start as the programs print it.
 func seconds(start time.Time) string {
 	return fmt.Sprintf("%.1fs", time.Since(start).Seconds())
+}
+
+// timedRun runs main as the main task of a Run and then prints when main
+// returned (the race programs' last line) and when Run did (when nothing
+// was left running), from when timedRun was called.
+func timedRun(w io.Writer, main func(t *weft.Task) error) error {
+	start := time.Now()
+	var lastLine time.Duration
+	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
+		err := main(t)
+		lastLine = time.Since(start)
+		return struct{}{}, err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "last line at %.2fs, program ended at %.2fs\n", lastLine.Seconds(), time.Since(start).Seconds())
+	return nil
 }
 
 // Main runs the named program on standard output, as examples/<name> does,

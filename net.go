@@ -75,6 +75,15 @@ type packetImpl interface {
 // than through the net and os packages.
 func (l *loop) fdIO() bool { return haveFDIO && l.caps.Edge }
 
+// viaBackend makes an I/O object's implementation with the backend of t's
+// loop: raw fds on the poller, or the net and os packages.
+func viaBackend[I any](t *Task, network, address string, fd, portable func(*Task, string, string) (I, error)) (I, error) {
+	if t.loop.fdIO() {
+		return fd(t, network, address)
+	}
+	return portable(t, network, address)
+}
+
 // sameLoop panics unless t belongs to the loop an I/O object was made on.
 func sameLoop(t *Task, l *loop, what string) {
 	if t.loop != l {
@@ -90,13 +99,7 @@ func sameLoop(t *Task, l *loop, what string) {
 func Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("Listen")
 	l := t.loop
-	var impl listenerImpl
-	var err error
-	if l.fdIO() {
-		impl, err = listenFD(t, network, address)
-	} else {
-		impl, err = listenPortable(t, network, address)
-	}
+	impl, err := viaBackend(t, network, address, listenFD, listenPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -163,13 +166,7 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
 	l := t.loop
-	var impl connImpl
-	var err error
-	if l.fdIO() {
-		impl, err = dialFD(t, network, address)
-	} else {
-		impl, err = dialPortable(t, network, address)
-	}
+	impl, err := viaBackend(t, network, address, dialFD, dialPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -246,13 +243,7 @@ func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
 	l := t.loop
-	var impl packetImpl
-	var err error
-	if l.fdIO() {
-		impl, err = listenPacketFD(t, network, address)
-	} else {
-		impl, err = listenPacketPortable(t, network, address)
-	}
+	impl, err := viaBackend(t, network, address, listenPacketFD, listenPacketPortable)
 	if err != nil {
 		return nil, err
 	}

@@ -324,7 +324,7 @@ func (l *loop) run() {
 		if l.inboxLen.Load() != 0 {
 			continue
 		}
-		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 {
+		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAlive() {
 			l.onDeadlock()
 			continue
 		}
@@ -413,6 +413,8 @@ func (l *loop) interrupt(t *Task, err error) {
 		l.timers.remove(&t.x.timer)
 	case waitFD:
 		l.fds.remove(l, t)
+	case waitPark:
+		t.x.park.withdraw(t.x.parkW)
 	case waitExternal:
 		// The off-loop work runs on; its completion finds the generation
 		// changed and is dropped (Run still waits for it).

@@ -56,6 +56,8 @@ type taskExtra struct {
 	cpu         int64        // ns run at Checkpoints since the task last waited (sched.go)
 	batch       bool         // in (or last queued in) the batch lane
 	checkpoints bool         // has taken the slow path of Checkpoint: time its runs
+	park        parkSource   // the source of a parked wait (park.go)
+	parkW       *parkWaiter  // ... and the registration with it
 }
 
 func (t *Task) extra() *taskExtra {
@@ -86,6 +88,7 @@ const (
 	waitTimer
 	waitFD
 	waitExternal
+	waitPark // a wait source outside the core: see park.go
 )
 
 // taskJob is implemented by taskCell[T], the allocation that holds a task,
@@ -94,6 +97,7 @@ type taskJob interface {
 	coro.Job
 	funcPC() uintptr
 	promiseCore() *promise
+	taskOf() *Task
 }
 
 // taskCell is one allocation per spawn: the task, the function it runs and
@@ -106,6 +110,7 @@ type taskCell[T any] struct {
 
 func (c *taskCell[T]) funcPC() uintptr       { return funcPC(c.f) }
 func (c *taskCell[T]) promiseCore() *promise { return &c.promise.p }
+func (c *taskCell[T]) taskOf() *Task          { return &c.task }
 
 // RunJob runs the task on its coroutine, from start to finish. A panic
 // becomes the task's *PanicError. runtime.Goexit (t.FailNow in a test, say)

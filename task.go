@@ -110,7 +110,7 @@ type taskCell[T any] struct {
 
 func (c *taskCell[T]) funcPC() uintptr       { return funcPC(c.f) }
 func (c *taskCell[T]) promiseCore() *promise { return &c.promise.p }
-func (c *taskCell[T]) taskOf() *Task          { return &c.task }
+func (c *taskCell[T]) taskOf() *Task         { return &c.task }
 
 // RunJob runs the task on its coroutine, from start to finish. A panic
 // becomes the task's *PanicError. runtime.Goexit (t.FailNow in a test, say)

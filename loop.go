@@ -42,6 +42,7 @@ package weft
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -79,10 +80,12 @@ type loop struct {
 	// declaring a deadlock.
 	external int
 
-	pool     *offloadPool // off-loop workers for Offload
-	idle     []*coro.Coro // finished coroutines kept for reuse
-	failures []*Task      // tasks that failed, in the order they finished
-	ids      uint32       // last task id given out
+	pool     *offloadPool     // off-loop workers for Offload
+	idle     []*coro.Coro     // finished coroutines kept for reuse
+	failures []*failureRecord // the first unobserved failures, in the order they happened
+	report   *failureReport   // shared with the failure records (unobserved.go)
+	logger   *slog.Logger     // nil: reports are off
+	ids      uint32           // last task id given out
 
 	// Scheduling (sched.go).
 	interval   int64 // the switch interval, ns
@@ -131,6 +134,12 @@ func newLoop(o options) (*loop, error) {
 	}
 	l.root.loop = l
 	l.root.state = stateRunning
+	l.root.root.task = &l.root
+	l.logger = slog.Default()
+	if o.loggerSet {
+		l.logger = o.logger
+	}
+	l.report = &failureReport{logger: l.logger}
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {

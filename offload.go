@@ -205,12 +205,11 @@ func (t *Task) waitExternal(op *extOp) error {
 // returns. interrupt makes op return early (a deadline in the past).
 func (t *Task) finishExternal(op *extOp, interrupt func()) {
 	interrupt()
-	x := t.extra()
-	x.protect++
+	release := t.holdCancel()
 	for !op.done && !t.loop.aborted {
 		t.waitExternal(op)
 	}
-	x.protect--
+	release()
 }
 
 // Offload runs f on a goroutine of the Run's bounded pool and suspends the

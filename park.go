@@ -129,7 +129,7 @@ func (w *parkWaiter) postRecheck() {
 // source that can still be satisfied from outside the loops.
 func (l *loop) parkedKeepAlive() bool {
 	alive := false
-	l.walk(&l.root, func(t *Task) {
+	l.walkTasks(func(t *Task) {
 		if alive || t.state != stateWaiting || t.waitKind != waitPark {
 			return
 		}

@@ -45,6 +45,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/weft-go/weft/internal/clock"
 	"github.com/weft-go/weft/internal/coro"
@@ -106,14 +107,16 @@ type loop struct {
 	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
 	aborted  bool           // Run is unwinding after a Goexit in a task
 
-	ctx context.Context // values for every task's Context
+	ctx    context.Context // values for every task's Context
+	labels unsafe.Pointer  // the profiler labels of Run's goroutine; every task starts with them (labels.go)
 
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
 	inboxMu  sync.Mutex
-	inbox    []func() // guarded by inboxMu
-	spare    []func() // loop-owned: the previous inbox slice, for reuse
-	closed   bool     // guarded by inboxMu: no more posts are accepted
+	inbox    []func()            // guarded by inboxMu
+	releases []func(onLoop bool) // guarded by inboxMu: descriptors to release (postRelease)
+	spare    []func()            // loop-owned: the previous inbox slice, for reuse
+	closed   bool                // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
 	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
 	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
@@ -124,7 +127,7 @@ func newLoop(o options) (*loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx}
+	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx, labels: getProfLabel()}
 	if l.ctx == nil {
 		l.ctx = context.Background()
 	}
@@ -175,10 +178,34 @@ func (l *loop) post(fn func()) bool {
 	return true
 }
 
+// postRelease is post for the release of a descriptor that was closed
+// (Close of a Conn, Listener or File): it must happen even if the loop
+// ends first, so the loop runs what is still queued when it closes, and if
+// the loop has already ended, postRelease runs fn itself, with onLoop
+// false: fn must then touch no loop state. Nothing a user closed stays
+// open.
+func (l *loop) postRelease(fn func(onLoop bool)) {
+	l.inboxMu.Lock()
+	if l.closed {
+		l.inboxMu.Unlock()
+		fn(false)
+		return
+	}
+	l.releases = append(l.releases, fn)
+	l.inboxLen.Add(1)
+	l.inboxMu.Unlock()
+	l.preempt.Store(1)
+	if l.sleeping.Load() {
+		l.poller.Wake()
+	}
+}
+
 func (l *loop) drainInbox() {
 	l.inboxMu.Lock()
 	batch := l.inbox
 	l.inbox = l.spare[:0]
+	releases := l.releases
+	l.releases = nil
 	l.inboxLen.Store(0)
 	l.inboxMu.Unlock()
 	for i, fn := range batch {
@@ -186,6 +213,9 @@ func (l *loop) drainInbox() {
 		fn()
 	}
 	l.spare = batch[:0]
+	for _, fn := range releases {
+		fn(true)
+	}
 }
 
 // ready makes t runnable at the back of the (interactive) run queue. A
@@ -438,7 +468,14 @@ func (l *loop) close() {
 	l.inboxMu.Lock()
 	l.closed = true
 	l.inbox = nil
+	releases := l.releases
+	l.releases = nil
 	l.inboxMu.Unlock()
+	// Closes that arrived after the last drain (from a task unwinding on
+	// the Goexit path, or from another goroutine just now).
+	for _, fn := range releases {
+		fn(true)
+	}
 	for _, c := range l.idle {
 		c.Close()
 	}

@@ -164,8 +164,9 @@ func WithLoopPriority(on bool) Option {
 // extOp is one piece of off-loop work a task waits for.
 type extOp struct {
 	t    *Task
-	gen  uint32 // the wait generation the task waits with
-	done bool   // loop-owned: fn has returned
+	gen  uint32        // the wait generation the task waits with
+	done bool          // loop-owned: fn has returned
+	fin  chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
 }
 
 // startExternal runs fn off the loop as external work of t's loop: start
@@ -176,6 +177,9 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 	l.external++
 	start(func() {
 		fn()
+		if op.fin != nil {
+			close(op.fin)
+		}
 		// If the loop has ended (only when Run unwinds after a Goexit), the
 		// post is refused and there is nobody left to tell.
 		l.post(func() {
@@ -210,6 +214,11 @@ func (t *Task) finishExternal(op *extOp, interrupt func()) {
 		t.waitExternal(op)
 	}
 	release()
+	if !op.done && op.fin != nil {
+		// Run is unwinding and the loop no longer delivers completions:
+		// wait for fn itself, which uses the caller's memory.
+		<-op.fin
+	}
 }
 
 // Offload runs f on a goroutine of the Run's bounded pool and suspends the

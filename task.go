@@ -129,6 +129,7 @@ func (c *taskCell[T]) RunJob() {
 	var v T
 	var err error
 	returned := false
+	setProfLabel(t.loop.labels)
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {

@@ -81,12 +81,14 @@ type loop struct {
 	// declaring a deadlock.
 	external int
 
-	pool     *offloadPool     // off-loop workers for Offload
-	idle     []*coro.Coro     // finished coroutines kept for reuse
-	failures []*failureRecord // the first unobserved failures, in the order they happened
-	report   *failureReport   // shared with the failure records (unobserved.go)
-	logger   *slog.Logger     // nil: reports are off
-	ids      uint32           // last task id given out
+	layers     map[any]any      // the layers' per-Run state (layerState), by key
+	layerClose []func()         // ... closed when the loop ends, in order
+	layerOpts  map[any]any      // the layers' settings (layerOption), by key
+	idle       []*coro.Coro     // finished coroutines kept for reuse
+	failures   []*failureRecord // the first unobserved failures, in the order they happened
+	report     *failureReport   // shared with the failure records (unobserved.go)
+	logger     *slog.Logger     // nil: reports are off
+	ids        uint32           // last task id given out
 
 	// Scheduling (sched.go).
 	interval   int64 // the switch interval, ns
@@ -148,11 +150,7 @@ func newLoop(o options) (*loop, error) {
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)
 	}
-	workers := o.offloadWorkers
-	if workers < 1 {
-		workers = defaultOffloadWorkers()
-	}
-	l.pool = newOffloadPool(workers, !o.noLoopPriority)
+	l.layerOpts = o.layer
 	return l, nil
 }
 
@@ -480,6 +478,8 @@ func (l *loop) close() {
 		c.Close()
 	}
 	l.idle = nil
-	l.pool.close()
+	for _, fn := range l.layerClose {
+		fn()
+	}
 	l.poller.Close()
 }

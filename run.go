@@ -15,15 +15,14 @@ import (
 type Option func(*options)
 
 type options struct {
-	ctx            context.Context
-	backend        poller.Kind
-	clock          clock.Clock
-	offloadWorkers int
-	interval       time.Duration
-	noLoopPriority bool
-	logger         *slog.Logger
-	loggerSet      bool
-	err            error // a bad option; Run returns it
+	ctx       context.Context
+	backend   poller.Kind
+	clock     clock.Clock
+	interval  time.Duration
+	layer     map[any]any // the layers' settings (layerOption)
+	logger    *slog.Logger
+	loggerSet bool
+	err       error // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are

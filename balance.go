@@ -41,9 +41,16 @@ func (l *loop) shed() {
 		n := q.len()
 		if scan := min(n, 2*maxShed); want > len(moved) && scan > 0 {
 			var keep []*Task
+			blocked := false
 			for i := 0; i < scan; i++ {
 				t, _ := q.pop()
-				if len(moved) < want && l.movable(t) {
+				if t.co == nil {
+					// Never started: it stays, and so does every task behind
+					// it, which may be the task that started it (Go's parent
+					// goes on only after its child has started).
+					blocked = true
+				}
+				if !blocked && len(moved) < want && l.movable(t) {
 					moved = append(moved, t)
 				} else {
 					keep = append(keep, t)
@@ -79,6 +86,32 @@ func (l *loop) send(to *loop, ts []*Task) {
 			}
 		}
 	})
+}
+
+// homeFor returns the loop an accepted connection is registered on: the
+// next loop, round-robin, so that one accept loop spreads its connections
+// (and, once they first wait, the tasks that serve them) over all loops.
+func (rs *runState) homeFor(l *loop) *loop {
+	if !rs.multi {
+		return l
+	}
+	return rs.loops[int(rs.nextFD.Add(1))%len(rs.loops)]
+}
+
+// moveTo_ moves the running task t to loop to: it switches out, runnable,
+// and its resumer sends it there (loop.resume); it returns once t runs on
+// to. what names the object that made the move necessary, for the panic
+// of a Local task, which never leaves its loop.
+func (t *Task) moveTo_(to *loop, what string) error {
+	if t.local {
+		panic("weft: a Local task waited on " + what + " registered on another loop; a Local task never leaves its loop")
+	}
+	l := t.loop
+	t.moveTo = to
+	t.state = stateRunnable
+	t.waitKind = waitNone
+	l.suspend(t)
+	return t.takeWakeErr()
 }
 
 // takeHungry claims a loop other than l that sleeps with nothing to run,
@@ -118,6 +151,10 @@ type loopSummary struct {
 // over.
 func (l *loop) idleMulti() (stop bool) {
 	rs := l.rs
+	if rs.aborting.Load() {
+		l.aborted = true
+		return true
+	}
 	rs.mu.Lock()
 	if rs.done {
 		rs.mu.Unlock()
@@ -153,6 +190,10 @@ func (l *loop) idleMulti() (stop bool) {
 	rs.idle--
 	stop = rs.done
 	rs.mu.Unlock()
+	if rs.aborting.Load() {
+		l.aborted = true
+		return true
+	}
 	return stop
 }
 

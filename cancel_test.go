@@ -136,7 +136,7 @@ func TestRunningTaskSeesCancelAtItsNextSuspensionPoint(t *testing.T) {
 		if v != 1000 || !errors.Is(err, context.Canceled) {
 			t.Errorf("Await = %d, %v", v, err)
 		}
-	})
+	}, oneLoop)
 }
 
 func TestCancelledTaskRunsItsDefersAndKeepsItsValue(t *testing.T) {
@@ -227,7 +227,7 @@ func TestFirstReturnsTheWinnerAndCancelsTheRest(t *testing.T) {
 		if el := time.Since(start); el > time.Second {
 			t.Fatalf("losers were not cancelled: %v", el)
 		}
-	})
+	}, oneLoop)
 }
 
 func TestFirstErrorWinsToo(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -110,22 +111,22 @@ func ExampleTask_Protect() {
 // times (bounded, in case the machine is very slow).
 func ExampleTask_Checkpoint() {
 	weft.Run(func(t *weft.Task) (struct{}, error) {
-		ticks := 0
+		var ticks atomic.Int32 // atomic: with several loops the ticker may run on another
 		weft.Go(t, func(t *weft.Task) (struct{}, error) {
 			for i := 0; i < 3; i++ {
 				t.Sleep(time.Millisecond)
-				ticks++
+				ticks.Add(1)
 			}
 			return struct{}{}, nil
 		})
 		sum := 0
-		for i := 0; i < 1<<32 && ticks < 3; i++ {
+		for i := 0; i < 1<<32 && ticks.Load() < 3; i++ {
 			sum += i
 			if i%1000 == 0 {
 				t.Checkpoint() // the ticker runs here when its timer is due
 			}
 		}
-		fmt.Println("ticks while computing:", ticks)
+		fmt.Println("ticks while computing:", ticks.Load())
 		return struct{}{}, nil
 	})
 	// Output: ticks while computing: 3

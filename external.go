@@ -16,10 +16,10 @@ import "sync/atomic"
 
 // extOp is one piece of off-loop work a task waits for.
 type extOp struct {
-	t    *Task
-	gen  uint32        // the wait generation the task waits with
-	done atomic.Bool   // fn has returned (set on the loop that started it)
-	fin  chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
+	t       *Task
+	waiting atomic.Uint64 // the wait for op: its generation << 32 | the index of the loop it waits on
+	done    atomic.Bool   // fn has returned (set on the loop that started it)
+	fin     chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
 }
 
 // startExternal runs fn off the loop as external work of t's loop: start
@@ -38,11 +38,15 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 		l.post(func() {
 			l.external--
 			op.done.Store(true)
-			// The task may have stopped waiting for op (cancelled) and moved
-			// to another loop since: waitTok is all we may read of it then.
-			t := op.t
-			if t.waitTok.Load() == op.gen && t.waitKind == waitExternal {
-				l.ready(t)
+			// The task may have stopped waiting for op (cancelled), moved to
+			// another loop and waited for op again there: wake it where it
+			// waits. waitTok is all we may read of it until then.
+			w := op.waiting.Load()
+			gen, to := uint32(w>>32), l.rs.loops[uint32(w)]
+			if to == l {
+				l.wakeExternal(op.t, gen)
+			} else {
+				to.post(func() { to.wakeExternal(op.t, gen) })
 			}
 		})
 	})
@@ -51,11 +55,21 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 // waitExternal suspends t until op is done. It returns the error of an
 // interruption (cancellation, unwinding); op then runs on.
 func (t *Task) waitExternal(op *extOp) error {
+	// Publish the wait first, then look at done: the completion sets done,
+	// then reads the wait, so one of the two sees the other.
+	op.waiting.Store(uint64(t.newWait())<<32 | uint64(t.loop.id))
 	if op.done.Load() {
 		return nil
 	}
-	op.gen = t.newWait()
 	return t.block(waitExternal)
+}
+
+// wakeExternal readies t if it still waits, in generation gen, for off-loop
+// work.
+func (l *loop) wakeExternal(t *Task, gen uint32) {
+	if t.waitTok.Load() == gen && t.waitKind == waitExternal {
+		l.ready(t)
+	}
 }
 
 // finishExternal waits, with cancellation held back, until op is done; it is

@@ -136,7 +136,7 @@ func TestSetLimitCanChangeWhileTasksRun(t *testing.T) {
 			}
 			return nil
 		})
-	}, weft.WithVirtualTime(epoch))
+	}, weft.WithVirtualTime(epoch), oneLoop)
 }
 
 func TestStartReturnsOnceReadyIsCalled(t *testing.T) {
@@ -277,7 +277,7 @@ func TestHandleTakesFailuresWithoutCancellingTheGroup(t *testing.T) {
 			return nil
 		})
 		return struct{}{}, err
-	}, weft.WithVirtualTime(epoch))
+	}, weft.WithVirtualTime(epoch), oneLoop)
 	if runErr != nil {
 		t.Fatalf("Run = %v", runErr)
 	}
@@ -304,7 +304,7 @@ func TestHandlerRunsAfterTheFailingTaskFinished(t *testing.T) {
 		if !settledInHandler {
 			t.Fatal("the handler ran before the task's promise settled")
 		}
-	})
+	}, oneLoop)
 }
 
 func TestHandlerMayCancelTheGroupAndBodyFailuresStillEndIt(t *testing.T) {

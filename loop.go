@@ -83,7 +83,6 @@ type loop struct {
 	external int
 
 	idle []*coro.Coro // finished coroutines kept for reuse
-	ids  uint32       // task ids given out by this loop (newTask)
 
 	// Scheduling (sched.go).
 	interval   int64 // the switch interval, ns
@@ -241,9 +240,12 @@ func (l *loop) pollNow() {
 	}
 }
 
-// resume runs t until it suspends or finishes. nested says that the caller
-// is a driving task rather than the loop goroutine.
-func (l *loop) resume(t *Task, nested bool) {
+// resume runs t until it suspends or finishes, and reports whether t gave
+// way while still runnable on this loop (it yielded or spawned). nested
+// says that the caller is a driving task rather than the loop goroutine.
+// Once resume returns, t may belong to another loop: the caller must not
+// look at it.
+func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 	t.nested = nested
 	t.state = stateRunning
 	l.begin(t)
@@ -257,11 +259,15 @@ func (l *loop) resume(t *Task, nested bool) {
 	l.current = nil
 	if done {
 		l.recycle(t)
-	} else if to := t.moveTo; to != nil {
+		return false
+	}
+	if to := t.moveTo; to != nil {
 		// t asked to move and has switched out: it may go now.
 		t.moveTo = nil
 		l.send(to, []*Task{t})
+		return false
 	}
+	return t.state == stateRunnable
 }
 
 // begin starts a run of t on the loop: its budget, and for a task known
@@ -300,8 +306,7 @@ func (l *loop) suspend(t *Task) {
 			if next == nil {
 				break
 			}
-			l.resume(next, true)
-			if t.state == stateWaiting && next.state == stateRunnable {
+			if l.resume(next, true) && t.state == stateWaiting {
 				break
 			}
 		}
@@ -455,7 +460,7 @@ func (l *loop) interrupt(t *Task, err error) {
 		// changed and is dropped (Run still waits for it).
 	}
 	t.waitGen++
-	t.extra().wakeErr = err
+	t.x.wakeErr = err // a waiting task has its extra record (block)
 	l.ready(t)
 }
 

@@ -83,10 +83,10 @@ func viaBackend[I any](t *Task, network, address string, fd, portable func(*Task
 	return portable(t, network, address)
 }
 
-// sameLoop panics unless t belongs to the loop an I/O object was made on.
+// sameLoop panics unless t belongs to the Run an I/O object was made on.
 func sameLoop(t *Task, l *loop, what string) {
-	if t.loop != l {
-		panic("weft: " + what + " used from a task of another Run: an I/O object belongs to the loop it was made on")
+	if t.rs != l.rs {
+		panic("weft: " + what + " used from a task of another Run: an I/O object belongs to the Run it was made in")
 	}
 }
 

@@ -48,14 +48,31 @@ type netFD struct {
 	closing atomic.Bool
 }
 
-// newNetFD wraps fd, already non-blocking, and watches it on t's loop.
+// newNetFD wraps fd, already non-blocking, and watches it on t's loop,
+// its home.
 func newNetFD(t *Task, fd int, kind fdKind, network string) (*netFD, error) {
-	l := t.loop
-	if err := l.fds.watch(l, fd); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("epoll_ctl", err)
+	return newNetFDOn(t, t.loop, fd, kind, network)
+}
+
+// newNetFDOn is newNetFD with another loop of the Run as the fd's home:
+// the watch is then posted to that loop, ahead of anything the fd's
+// users will post there, and if it fails the fd is closed (its operations
+// fail with net.ErrClosed).
+func newNetFDOn(t *Task, home *loop, fd int, kind fdKind, network string) (*netFD, error) {
+	nfd := &netFD{loop: home, fd: fd, kind: kind, network: network}
+	if home == t.loop {
+		if err := home.fds.watch(home, fd); err != nil {
+			unix.Close(fd)
+			return nil, os.NewSyscallError("epoll_ctl", err)
+		}
+		return nfd, nil
 	}
-	return &netFD{loop: l, fd: fd, kind: kind, network: network}, nil
+	home.post(func() {
+		if err := home.fds.watch(home, fd); err != nil {
+			nfd.close()
+		}
+	})
+	return nfd, nil
 }
 
 // opErr wraps err as the net package would for a socket, and as the os
@@ -73,13 +90,19 @@ func (fd *netFD) opErr(op string, err error) error {
 	return opError(op, fd.network, fd.laddr, fd.raddr, err)
 }
 
-// wait suspends t until fd may be ready for m (or is closing).
+// wait suspends t until fd may be ready for m (or is closing). A task on
+// another loop than the fd's home moves there first and returns nil: the
+// caller tries its system call again, on the fd's loop, where it waits
+// (balance.go).
 func (fd *netFD) wait(t *Task, m poller.Mode) error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
 	if t.loop.aborted {
 		return errAborted
+	}
+	if fd.loop != t.loop {
+		return t.moveTo_(fd.loop, "a Conn, Listener or File")
 	}
 	return t.waitWatched(fd.fd, m)
 }
@@ -355,7 +378,8 @@ func newStreamConn(t *Task, s int, k netKind) (*netFD, error) {
 	if !k.unix {
 		unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
-	fd, err := newNetFD(t, s, fdStream, k.network)
+	// Connections are spread over the Run's loops (balance.go).
+	fd, err := newNetFDOn(t, t.loop.rs.homeFor(t.loop), s, fdStream, k.network)
 	if err != nil {
 		return nil, opError("accept", k.network, nil, nil, err)
 	}

@@ -117,7 +117,7 @@ func helperClients(addr, count string) error {
 		return fmt.Errorf("cannot raise the fd limit: %d, %v", got, err)
 	}
 	all, allOpen := weft.NewPromise[struct{}]()
-	open := 0
+	var open atomic.Int64 // the clients may run on several loops (WEFT_LOOPS)
 	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
 		err := weft.Group(t, func(g *weft.TaskGroup) error {
 			for i := 0; i < n; i++ {
@@ -131,7 +131,7 @@ func helperClients(addr, count string) error {
 					if err := roundTrip(t, c, msg); err != nil {
 						return err
 					}
-					if open++; open == n {
+					if open.Add(1) == int64(n) {
 						allOpen(struct{}{}, nil)
 					}
 					if _, err := all.Await(t); err != nil {

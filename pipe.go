@@ -34,8 +34,8 @@ func (f *File) bind(t *Task) (fileImpl, error) {
 		return nil, &fs.PathError{Op: "read", Path: "pipe", Err: os.ErrClosed}
 	}
 	if f.impl != nil {
-		if f.loop != t.loop {
-			panic("weft: File used from a task of another Run: a pipe belongs to the loop that first used it")
+		if f.loop.rs != t.rs {
+			panic("weft: File used from a task of another Run: a pipe belongs to the Run that first used it")
 		}
 		return f.impl, nil
 	}

@@ -52,7 +52,7 @@ func TestAwaitOnASettledPromiseDoesNotSwitch(t *testing.T) {
 		if !ran {
 			t.Fatal("Yield did not let the queued task run")
 		}
-	})
+	}, oneLoop)
 }
 
 func TestAwaitReturnsTheTasksErrorItself(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -119,13 +120,13 @@ func TestReadableOnABadFDFailsWithEBADF(t *testing.T) {
 func TestManyTasksWaitOnOneFD(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		r, w := nonblockingPipe(t)
-		woken := 0
+		var woken atomic.Int32
 		run(t, func(wt *weft.Task) {
 			var ps []*weft.Promise[struct{}]
 			for i := 0; i < 5; i++ {
 				ps = append(ps, spawn(wt, func(wt *weft.Task) {
 					if err := weft.Readable(wt, r); err == nil {
-						woken++
+						woken.Add(1)
 					}
 				}))
 			}
@@ -133,8 +134,8 @@ func TestManyTasksWaitOnOneFD(t *testing.T) {
 			unix.Write(w, []byte("x"))
 			weft.All(wt, ps...)
 		}, opts...)
-		if woken != 5 {
-			t.Fatalf("%d of 5 readers woke", woken)
+		if woken.Load() != 5 {
+			t.Fatalf("%d of 5 readers woke", woken.Load())
 		}
 	})
 }

@@ -25,8 +25,12 @@ type runState struct {
 	multi bool    // immutable: len(loops) > 1
 	clock clock.Clock
 
-	mu   sync.Mutex // the run lock (multi only)
-	root Task       // sentinel: every live task's root scope descends from root.root
+	mu sync.Mutex // the run lock (multi only)
+
+	ids       uint32        // task ids given out (one loop)
+	sharedIDs atomic.Uint32 // ... (several loops)
+
+	root Task // sentinel: every live task's root scope descends from root.root
 	main *Task
 
 	ctx    context.Context // values for every task's Context
@@ -49,6 +53,15 @@ type runState struct {
 	hungry  atomic.Int32
 	nextFD  atomic.Uint32 // round-robin home for accepted connections (homeFor)
 	stopped sync.WaitGroup
+}
+
+// newID returns the next task id of the Run: 1 for main, then 2, 3...
+func (rs *runState) newID() uint32 {
+	if rs.multi {
+		return rs.sharedIDs.Add(1)
+	}
+	rs.ids++
+	return rs.ids
 }
 
 // lock takes the run lock when there are several loops.

@@ -164,6 +164,9 @@ func (t *Task) checkpoint() error {
 		l.fireTimersAt(now)
 	}
 	l.checkBatchDue(now)
+	if l.rs.multi && l.rs.hungry.Load() > 0 {
+		l.shed() // another loop sleeps with nothing to run: share the queue
+	}
 	if l.wakes != wakes {
 		l.pollPeriod = int64(pollPeriodMin)
 	} else {

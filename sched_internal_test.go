@@ -48,7 +48,7 @@ func laneScenario(t *testing.T) (trace, []time.Duration) {
 		})
 		_, err := All(wt, a, b, tick)
 		return struct{}{}, err
-	}, func(o *options) { o.clock = clk })
+	}, WithLoops(1), func(o *options) { o.clock = clk })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestForcedOffTaskGoesToTheBatchLaneAndBackWhenItWaits(t *testing.T) {
 		lanes = append(lanes, wt.x.batch)
 		_, err := other.Await(wt)
 		return struct{}{}, err
-	}, func(o *options) { o.clock = clk })
+	}, WithLoops(1), func(o *options) { o.clock = clk })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCheckpointFastPathStrideAdapts(t *testing.T) {
 			t.Errorf("stride %d after a tight loop of Checkpoints", l.cpStride)
 		}
 		return struct{}{}, nil
-	})
+	}, WithLoops(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestEveryTickIsServedWithinOneUnitBesideSeveralCPUTasks(t *testing.T) {
 			})
 			_, err := All(wt, append(cpu, ticker)...)
 			return struct{}{}, err
-		}, func(o *options) { o.clock = clk })
+		}, WithLoops(1), func(o *options) { o.clock = clk })
 		if err != nil {
 			t.Fatal(err)
 		}

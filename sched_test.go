@@ -21,6 +21,11 @@ func run(t *testing.T, main func(t *weft.Task), opts ...weft.Option) {
 	}
 }
 
+// oneLoop marks a test that checks one loop's exact order (or shares state
+// between tasks without locks, as tasks of one loop may): it runs on one
+// loop whatever WEFT_LOOPS says.
+var oneLoop = weft.WithLoops(1)
+
 // spawn starts f as a task that returns nothing.
 func spawn(t *weft.Task, f func(t *weft.Task)) *weft.Promise[struct{}] {
 	return weft.Go(t, func(t *weft.Task) (struct{}, error) {
@@ -77,7 +82,7 @@ func TestRunQueueIsFIFOAndYieldGoesToTheBack(t *testing.T) {
 		b := spawn(wt, worker("b"))
 		a.Await(wt)
 		b.Await(wt)
-	})
+	}, oneLoop)
 	// The OCaml runtime's order: a is queued again before b starts.
 	if got := strings.Join(log, " "); got != "a1 a2 b1 a3 b2 b3" {
 		t.Fatalf("order = %s", got)
@@ -98,7 +103,7 @@ func TestManyTasksRoundRobinInSpawnOrder(t *testing.T) {
 			})
 		}
 		weft.All(wt, ps...)
-	})
+	}, oneLoop)
 	if len(log) != n*rounds {
 		t.Fatalf("%d steps, want %d", len(log), n*rounds)
 	}
@@ -125,7 +130,7 @@ func TestSleepTiesWakeInFIFOOrder(t *testing.T) {
 			}))
 		}
 		weft.All(wt, ps...)
-	}, weft.WithVirtualTime(time.Unix(0, 0)))
+	}, weft.WithVirtualTime(time.Unix(0, 0)), oneLoop)
 	for i, v := range log {
 		if v != i {
 			t.Fatalf("equal deadlines woke out of order: %v", log)

@@ -132,7 +132,7 @@ func TestBudgetMakesATaskWithReadyResultsYield(t *testing.T) {
 			ready.Await(wt) // settled: no suspension, but it spends the budget
 			seen = append(seen, other)
 		}
-	})
+	}, oneLoop)
 	if seen[0] != seen[100] {
 		t.Fatalf("the task yielded within its budget: %v", seen[:130])
 	}

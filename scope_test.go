@@ -93,7 +93,7 @@ func TestDeadlinePassingWhileTasksYieldIsSeenAtTheNextYield(t *testing.T) {
 		if late > 1 {
 			t.Fatalf("%d Yields returned nil after the deadline had passed", late)
 		}
-	})
+	}, oneLoop)
 }
 
 func TestProtectGivesATimeoutInsideItsFullTime(t *testing.T) {
@@ -208,8 +208,8 @@ func TestChildStartedInsideProtectIsCancelledWhenItReturns(t *testing.T) {
 	run(t, func(wt *weft.Task) {
 		var childErr error
 		var childSlept time.Duration
+		var child *weft.Promise[struct{}]
 		worker := spawn(wt, func(wt *weft.Task) {
-			var child *weft.Promise[struct{}]
 			wt.Protect(func(wt *weft.Task) error {
 				child = spawn(wt, func(wt *weft.Task) {
 					start := wt.Now()
@@ -218,11 +218,11 @@ func TestChildStartedInsideProtectIsCancelledWhenItReturns(t *testing.T) {
 				})
 				return wt.Sleep(time.Second) // the cancellation arrives meanwhile
 			})
-			child.Await(wt)
 		})
 		wt.Sleep(time.Millisecond)
 		worker.Cancel()
 		worker.Await(wt)
+		child.Await(wt)
 		if !errors.Is(childErr, context.Canceled) || childSlept != time.Second {
 			t.Fatalf("child started inside Protect: %v after %v", childErr, childSlept)
 		}
@@ -260,7 +260,7 @@ func TestSettleOnTheSameLoopRunsTheWaiterBeforeTheSettlerGoesOn(t *testing.T) {
 		wt.Yield()
 		order = append(order, "settler went on")
 		waiter.Await(wt)
-	})
+	}, oneLoop)
 	if got := strings.Join(order, ", "); got != "waiter got v, settler went on" {
 		t.Fatalf("order: %s", got)
 	}

@@ -185,8 +185,7 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.loop = l
 	t.job = c
 	t.spawnPC = pc
-	l.ids++
-	t.id = (l.ids-1)*uint32(len(l.rs.loops)) + uint32(l.id) + 1 // unique in the Run; 1, 2, 3... with one loop
+	t.id = l.rs.newID()
 	t.rs = l.rs
 	c.promise.p.task = t
 	t.root.task = t
@@ -350,6 +349,7 @@ func (t *Task) Now() time.Time {
 // Every wait has a generation of its own: the caller has called newWait
 // before registering, so that what it registered can name it.
 func (t *Task) block(kind waitKind) error {
+	t.extra() // interrupt, perhaps under the run lock, writes x.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind
 	t.waitTok.Store(t.waitGen)

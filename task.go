@@ -58,6 +58,7 @@ type taskExtra struct {
 	checkpoints bool         // has taken the slow path of Checkpoint: time its runs
 	park        parkSource   // the source of a parked wait (park.go)
 	parkW       *parkWaiter  // ... and the registration with it
+	finish      *finishHook  // callbacks to run when the task finishes (finish.go)
 }
 
 func (t *Task) extra() *taskExtra {
@@ -197,6 +198,9 @@ func (t *Task) inherit(parent *Task) {
 // children move to its parent) and a failure is noted for Run's report.
 func (t *Task) finish(err error) {
 	l := t.loop
+	if t.x != nil && t.x.finish != nil {
+		t.runFinishHooks()
+	}
 	t.state = stateDone
 	t.unlink()
 	// Hand the children to the parent.

@@ -1,6 +1,7 @@
 package weft_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -82,6 +83,24 @@ func TestExternalPromiseSettledOnItsOwnLoop(t *testing.T) {
 		return 7, err
 	}) // real time: a pending external promise holds virtual time still
 	if v != 7 || err != errNo {
+		t.Fatalf("Run = %v, %v", v, err)
+	}
+}
+
+// The documented pattern: a goroutine that will send later holds an
+// external promise, so the task waiting on the channel is not deadlocked.
+func TestExternalPromiseKeepsATaskWaitingOnAChannelAlive(t *testing.T) {
+	c := weft.NewChan[int](1)
+	v, err := weft.Run(func(wt *weft.Task) (int, error) {
+		_, done := weft.NewPromiseExternal[struct{}](wt)
+		go func() {
+			defer done(struct{}{}, nil)
+			time.Sleep(20 * time.Millisecond)
+			c.SendWait(context.Background(), 5)
+		}()
+		return c.Recv(wt)
+	})
+	if v != 5 || err != nil {
 		t.Fatalf("Run = %v, %v", v, err)
 	}
 }

@@ -16,5 +16,8 @@ func BenchmarkGoChanPingPong1(b *testing.B)   { benchmarks.GoChanPingPong1(b) }
 func BenchmarkWeftChanThroughput(b *testing.B) { benchmarks.WeftChanThroughput(b) }
 func BenchmarkGoChanThroughput(b *testing.B)   { benchmarks.GoChanThroughput(b) }
 
+func BenchmarkWeftMutex(b *testing.B) { benchmarks.WeftMutex(b) }
+func BenchmarkSyncMutex(b *testing.B) { benchmarks.SyncMutex(b) }
+
 func BenchmarkWeftSendWait(b *testing.B)   { benchmarks.WeftSendWait(b) }
 func BenchmarkGoChanSendRecv(b *testing.B) { benchmarks.GoChanSendRecv(b) }

@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/weft-go/weft"
@@ -13,6 +14,7 @@ var Sync = []Pair{
 	{"chan ping-pong, capacity 0", WeftChanPingPong0, GoChanPingPong0, "two tasks, two weft channels, per round trip", "two goroutines, two unbuffered channels, per round trip", "<= 0.5x"},
 	{"chan ping-pong, capacity 1", WeftChanPingPong1, GoChanPingPong1, "the same with capacity 1", "the same with capacity 1", "<= 0.5x"},
 	{"chan throughput, capacity 128", WeftChanThroughput, GoChanThroughput, "producer and consumer tasks, per value", "producer and consumer goroutines, per value", ">= 2x the rate (<= 0.5x the time)"},
+	{"mutex uncontended", WeftMutex, SyncMutex, "Mutex.Lock + Unlock in one task", "sync.Mutex Lock + Unlock", "<= 2x"},
 	{"goroutine to task, capacity 128", WeftSendWait, GoChanSendRecv, "SendWait from a goroutine, Recv in a task, per value", "buffered channel between two goroutines, per value", "<= 2x"},
 }
 
@@ -104,6 +106,30 @@ func GoChanThroughput(b *testing.B) {
 		close(c)
 	}()
 	for range c {
+	}
+}
+
+// WeftMutex locks and unlocks an uncontended weft Mutex b.N times.
+func WeftMutex(b *testing.B) {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		var m weft.Mutex
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m.Lock(t)
+			m.Unlock()
+		}
+		return struct{}{}, nil
+	})
+}
+
+// SyncMutex is its twin: sync.Mutex.
+func SyncMutex(b *testing.B) {
+	var m sync.Mutex
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m.Lock()
+		m.Unlock() //nolint:staticcheck // the empty critical section is the point
 	}
 }
 

@@ -324,7 +324,7 @@ func (l *loop) run() {
 		if l.inboxLen.Load() != 0 {
 			continue
 		}
-		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAlive() {
+		if l.timers.strong() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAlive() {
 			l.onDeadlock()
 			continue
 		}

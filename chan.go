@@ -248,12 +248,20 @@ func (c *Chan[T]) recvSlow(t *Task) (T, error) {
 // buffer has room. It reports whether v was sent; false also when the
 // channel is closed. It never suspends and is not a cancellation point.
 // Any goroutine may call it.
-func (c *Chan[T]) TrySend(v T) bool {
+func (c *Chan[T]) TrySend(v T) bool { return c.trySend(v, nil) }
+
+// trySend is TrySend; from is the calling task if known (a loop's root
+// from a loop callback).
+func (c *Chan[T]) trySend(v T, from *Task) bool {
 	var ws wakers
 	c.mu.lock()
 	ok, err := c.trySendLocked(v, &ws)
 	c.mu.unlock()
-	ws.wakeFromCaller()
+	if from != nil {
+		ws.wake(from)
+	} else {
+		ws.wakeFromCaller()
+	}
 	return ok && err == nil
 }
 

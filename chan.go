@@ -149,7 +149,7 @@ func (c *Chan[T]) Send(t *Task, v T) error {
 	c.mu.lock()
 	if ok, err := c.trySendLocked(v, &ws); ok {
 		c.mu.unlock()
-		ws.wake(t)
+		ws.wake(t.loop)
 		if err == nil {
 			t.spend()
 		}
@@ -201,7 +201,7 @@ func (c *Chan[T]) Recv(t *Task) (T, error) {
 	c.mu.lock()
 	if v, ok := c.takeLocked(&ws); ok {
 		c.mu.unlock()
-		ws.wake(t)
+		ws.wake(t.loop)
 		t.spend()
 		return v, nil
 	}
@@ -234,7 +234,7 @@ func (c *Chan[T]) recvSlow(t *Task) (T, error) {
 	c.pool.put(nd)
 	recvErr := c.recvErr
 	c.mu.unlock()
-	ws.wake(t)
+	ws.wake(t.loop)
 	switch {
 	case err != nil:
 		return zero, err
@@ -250,9 +250,9 @@ func (c *Chan[T]) recvSlow(t *Task) (T, error) {
 // Any goroutine may call it.
 func (c *Chan[T]) TrySend(v T) bool { return c.trySend(v, nil) }
 
-// trySend is TrySend; from is the calling task if known (a loop's root
-// from a loop callback).
-func (c *Chan[T]) trySend(v T, from *Task) bool {
+// trySend is TrySend; from is the loop the caller runs on, if known (a
+// loop callback's).
+func (c *Chan[T]) trySend(v T, from *loop) bool {
 	var ws wakers
 	c.mu.lock()
 	ok, err := c.trySendLocked(v, &ws)
@@ -545,9 +545,9 @@ func (c *Chan[T]) recheckLocked(ws *wakers) {
 		for nd := q.head; nd != nil; nd = nd.next {
 			switch nd.kind {
 			case nodeTask:
-				ws.recheck(nd.pw.task)
+				ws.recheck(nd.pw.loop)
 			case nodeSelect:
-				ws.recheck(nd.sel.pw.task)
+				ws.recheck(nd.sel.pw.loop)
 			}
 		}
 	}

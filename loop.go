@@ -41,7 +41,6 @@ package weft
 // task that wakes it, and two tasks taking turns all switch directly.
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
@@ -58,12 +57,16 @@ const pollEvery = 61
 const maxIdleCoros = 1024
 
 type loop struct {
+	rs *runState // the Run this loop is one of (runstate.go)
+	id int       // its index in rs.loops
+
+	// The run queue: loop-owned even with several loops (another loop
+	// never touches it; a loop hands tasks over itself: balance.go).
 	runq    queue[*Task] // runnable interactive tasks, FIFO (see sched.go)
 	batchq  queue[*Task] // runnable batch tasks, FIFO
 	current *Task        // the running task, nil while the scheduler runs
-	root    Task         // sentinel parent of main: every live task descends from it
-	main    *Task
-	live    int // tasks started and not done
+	driver  *Task        // a task driving the scheduler from its coroutine (see suspend)
+	live    int          // tasks started on this loop minus tasks finished on it
 
 	clock  clock.Clock
 	timers timerHeap
@@ -79,10 +82,8 @@ type loop struct {
 	// declaring a deadlock.
 	external int
 
-	pool     *offloadPool // off-loop workers for Offload
-	idle     []*coro.Coro // finished coroutines kept for reuse
-	failures []*Task      // tasks that failed, in the order they finished
-	ids      uint32       // last task id given out
+	idle []*coro.Coro // finished coroutines kept for reuse
+	ids  uint32       // task ids given out by this loop (newTask)
 
 	// Scheduling (sched.go).
 	interval   int64 // the switch interval, ns
@@ -100,47 +101,34 @@ type loop struct {
 	sliceWakes uint64 // wakes when the slice started
 	wakes      uint64 // tasks woken by events (not those that gave way)
 
-	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
-	aborted  bool           // Run is unwinding after a Goexit in a task
-
-	ctx context.Context // values for every task's Context
+	aborted bool        // Run is unwinding after a Goexit in a task
+	isIdle  bool        // run lock: counted in rs.idle (multi only)
+	summary loopSummary // run lock: published when the loop goes idle (balance.go)
 
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
 	inboxMu  sync.Mutex
-	inbox    []func() // guarded by inboxMu
-	spare    []func() // loop-owned: the previous inbox slice, for reuse
-	closed   bool     // guarded by inboxMu: no more posts are accepted
+	inbox    []func()            // guarded by inboxMu
+	releases []func(onLoop bool) // guarded by inboxMu: descriptors to release (postRelease)
+	spare    []func()            // loop-owned: the previous inbox slice, for reuse
+	closed   bool                // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
 	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
+	hungry   atomic.Bool   // asleep with nothing to run: a push elsewhere may wake it to steal
 	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 
-func newLoop(o options) (*loop, error) {
+func newLoop(rs *runState, id int, o options) (*loop, error) {
 	p, err := poller.New(o.backend)
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx}
-	if l.ctx == nil {
-		l.ctx = context.Background()
-	}
-	l.clock = o.clock
-	if l.clock == nil {
-		l.clock = clock.NewReal()
-	}
-	l.root.loop = l
-	l.root.state = stateRunning
+	l := &loop{rs: rs, id: id, poller: p, caps: p.Caps(), clock: rs.clock}
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)
 	}
-	workers := o.offloadWorkers
-	if workers < 1 {
-		workers = defaultOffloadWorkers()
-	}
-	l.pool = newOffloadPool(workers, !o.noLoopPriority)
 	return l, nil
 }
 
@@ -166,10 +154,34 @@ func (l *loop) post(fn func()) bool {
 	return true
 }
 
+// postRelease is post for the release of a descriptor that was closed
+// (Close of a Conn, Listener or File): it must happen even if the loop
+// ends first, so the loop runs what is still queued when it closes, and if
+// the loop has already ended, postRelease runs fn itself, with onLoop
+// false: fn must then touch no loop state. Nothing a user closed stays
+// open.
+func (l *loop) postRelease(fn func(onLoop bool)) {
+	l.inboxMu.Lock()
+	if l.closed {
+		l.inboxMu.Unlock()
+		fn(false)
+		return
+	}
+	l.releases = append(l.releases, fn)
+	l.inboxLen.Add(1)
+	l.inboxMu.Unlock()
+	l.preempt.Store(1)
+	if l.sleeping.Load() {
+		l.poller.Wake()
+	}
+}
+
 func (l *loop) drainInbox() {
 	l.inboxMu.Lock()
 	batch := l.inbox
 	l.inbox = l.spare[:0]
+	releases := l.releases
+	l.releases = nil
 	l.inboxLen.Store(0)
 	l.inboxMu.Unlock()
 	for i, fn := range batch {
@@ -177,6 +189,9 @@ func (l *loop) drainInbox() {
 		fn()
 	}
 	l.spare = batch[:0]
+	for _, fn := range releases {
+		fn(true)
+	}
 }
 
 // ready makes t runnable at the back of the (interactive) run queue. A
@@ -185,6 +200,7 @@ func (l *loop) drainInbox() {
 func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
+		t.waitTok.Store(0)
 	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
@@ -201,6 +217,9 @@ func (l *loop) pick() *Task {
 	if l.ticks++; l.ticks >= pollEvery {
 		l.ticks = 0
 		l.pollNow()
+	}
+	if l.rs.multi && l.rs.hungry.Load() > 0 {
+		l.shed()
 	}
 	t, ok := l.popRunnable()
 	if !ok {
@@ -238,6 +257,10 @@ func (l *loop) resume(t *Task, nested bool) {
 	l.current = nil
 	if done {
 		l.recycle(t)
+	} else if to := t.moveTo; to != nil {
+		// t asked to move and has switched out: it may go now.
+		t.moveTo = nil
+		l.send(to, []*Task{t})
 	}
 }
 
@@ -264,10 +287,12 @@ func (l *loop) begin(t *Task) {
 // resumes that one at depth one, so that it can hand over directly to the
 // next.
 func (l *loop) suspend(t *Task) {
-	if !t.nested && !l.aborted {
+	if !t.nested && !l.aborted && t.moveTo == nil {
+		l.driver = t // it may be queued, but its coroutine is busy: it must not move
 		for {
 			next := l.pick()
 			if next == t {
+				l.driver = nil
 				t.state = stateRunning
 				l.begin(t)
 				return
@@ -280,6 +305,7 @@ func (l *loop) suspend(t *Task) {
 				break
 			}
 		}
+		l.driver = nil
 	}
 	l.current = nil
 	if !t.co.Suspend() {
@@ -314,8 +340,17 @@ func (l *loop) recycle(t *Task) {
 // run is the loop goroutine's scheduler. It returns when nothing is left.
 func (l *loop) run() {
 	for {
+		if l.aborted {
+			return
+		}
 		if t := l.pick(); t != nil {
 			l.resume(t, false)
+			continue
+		}
+		if l.rs.multi {
+			if l.idleMulti() {
+				return
+			}
 			continue
 		}
 		if l.live == 0 && l.external == 0 {
@@ -324,7 +359,7 @@ func (l *loop) run() {
 		if l.inboxLen.Load() != 0 {
 			continue
 		}
-		if l.timers.strong() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAlive() {
+		if l.timers.strong() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAliveLocked() {
 			l.onDeadlock()
 			continue
 		}
@@ -340,7 +375,7 @@ func (l *loop) block() {
 	if next := l.timers.peek(); next != nil {
 		timeout = max(0, next.when-l.clock.Nanotime())
 		if l.clock.Virtual() {
-			if l.fds.waiting == 0 && l.external == 0 {
+			if l.fds.waiting == 0 && l.external == 0 && !l.rs.multi {
 				l.clock.AdvanceTo(next.when)
 				l.fireTimers()
 				return
@@ -424,16 +459,22 @@ func (l *loop) interrupt(t *Task, err error) {
 	l.ready(t)
 }
 
-// close ends the loop: no more posts, coroutines and poller released.
-func (l *loop) close() {
+// closeInbox ends the loop's life: no more posts (late descriptor
+// releases run at once), the idle coroutines released.
+func (l *loop) closeInbox() {
 	l.inboxMu.Lock()
 	l.closed = true
 	l.inbox = nil
+	releases := l.releases
+	l.releases = nil
 	l.inboxMu.Unlock()
+	// Closes that arrived after the last drain (from a task unwinding on
+	// the Goexit path, or from another goroutine just now).
+	for _, fn := range releases {
+		fn(true)
+	}
 	for _, c := range l.idle {
 		c.Close()
 	}
 	l.idle = nil
-	l.pool.close()
-	l.poller.Close()
 }

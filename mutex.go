@@ -84,7 +84,7 @@ func (m *Mutex) lockSlow(t *Task) error {
 	m.pool.put(nd)
 	m.mu.unlock()
 	if handed && err != nil {
-		m.unlock(t) // pass it on
+		m.unlock(t.loop) // pass it on
 	}
 	return err
 }
@@ -107,8 +107,8 @@ func (m *Mutex) Unlock() {
 	m.unlock(nil)
 }
 
-// unlock is Unlock's slow path; from is the calling task if known.
-func (m *Mutex) unlock(from *Task) {
+// unlock is Unlock's slow path; from is the caller's loop, if known.
+func (m *Mutex) unlock(from *loop) {
 	m.mu.lock()
 	s := m.state.Load()
 	if s&mutexLocked == 0 {
@@ -129,7 +129,7 @@ func (m *Mutex) unlock(from *Task) {
 	}
 	m.mu.unlock()
 	if from == nil {
-		from = currentTask()
+		from = callerLoop()
 	}
 	k.wake(from)
 }

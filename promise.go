@@ -58,7 +58,13 @@ type promise struct {
 func (p *promise) phase() uint32 { return p.state.Load() & phaseMask }
 func (p *promise) settled() bool { return p.phase() >= fulfilled }
 func (p *promise) handled() bool { return p.state.Load()&handledFlag != 0 }
-func (p *promise) markHandled()  { p.state.Or(handledFlag) }
+
+// markHandled records that the promise's failure was given to someone.
+func (p *promise) markHandled() {
+	if p.state.Or(handledFlag)&handledFlag == 0 {
+		p.observed()
+	}
+}
 
 // lock takes the waiter-list lock. It is held for a few instructions, so
 // contention (a settle racing a registration from another goroutine) is
@@ -78,10 +84,13 @@ func (p *promise) unlock() { p.state.And(^lockedBit) }
 // waiter is one registration of a waiting task on a promise.
 type waiter struct {
 	task       *Task
+	loop       *loop    // the loop the task waits on (it cannot move while it does)
 	on         *promise // the promise registered with, if any (loop-owned)
 	prev, next *waiter  // guarded by on.mu
 	linked     bool     // guarded by on.mu
+	multi      bool     // one of a multi-wait's registrations (fresh for each call)
 	gen        uint32   // registration generation; written under on.mu
+	tgen       uint32   // the task's wait generation when it registered (single waits)
 	index      int      // multi-waits: the promise's position in the call
 }
 
@@ -174,8 +183,9 @@ func (p *promise) unlink(w *waiter) {
 }
 
 type wake struct {
-	w   *waiter
-	gen uint32
+	w         *waiter
+	gen, tgen uint32
+	loop      *loop
 }
 
 // settle resolves p once; from is the loop the caller runs on (nil when
@@ -219,7 +229,7 @@ func (p *Promise[T]) settleWaiters(v T, err error, final uint32, from *loop) boo
 	wakes := buf[:0]
 	for w := c.head; w != nil; {
 		next := w.next
-		wakes = append(wakes, wake{w, w.gen})
+		wakes = append(wakes, wake{w, w.gen, w.tgen, w.loop})
 		w.prev, w.next, w.linked = nil, nil, false
 		w = next
 	}
@@ -227,25 +237,30 @@ func (p *Promise[T]) settleWaiters(v T, err error, final uint32, from *loop) boo
 	// Publish the result and release the lock in one store.
 	c.state.Store(s&^(phaseMask|lockedBit) | final)
 	for _, wk := range wakes {
-		l := wk.w.task.loop
+		l := wk.loop
 		if l == from {
-			l.notify(wk.w, wk.gen)
+			l.notify(wk.w, wk.gen, wk.tgen)
 		} else {
-			w, gen := wk.w, wk.gen
-			l.post(func() { l.notify(w, gen) })
+			w, gen, tgen := wk.w, wk.gen, wk.tgen
+			l.post(func() { l.notify(w, gen, tgen) })
 		}
 	}
 	return true
 }
 
 // notify tells the task behind w, on its loop, that w's promise settled.
-func (l *loop) notify(w *waiter, gen uint32) {
+func (l *loop) notify(w *waiter, gen, tgen uint32) {
+	t := w.task
+	if !w.multi && t.waitTok.Load() != tgen {
+		// The wait ended another way (cancelled) and the task may have moved
+		// to another loop and reused w since: waitTok is all we may read.
+		return
+	}
 	if w.gen != gen {
 		return // the wait was withdrawn; this wake is stale
 	}
-	t := w.task
 	w.on = nil
-	if ws := t.x.w; w != &ws.single {
+	if ws := t.x.w; w.multi {
 		// One of several promises a multi-wait registered with: record the
 		// completion order even if the task is already awake.
 		ws.fire(w)
@@ -264,13 +279,26 @@ func (l *loop) notify(w *waiter, gen uint32) {
 // times: the first call settles the promise and returns true, later calls
 // change nothing and return false.
 //
+// Called by a task, the settle function makes a waiter on the same loop
+// runnable at once, in FIFO order, as a task's completion does: after
+// settle(v, nil), a Yield lets the waiter run before the settler goes on,
+// and the waiter returns v even if it is cancelled before it runs. From
+// another loop or a plain goroutine, the waiter is woken through its
+// loop's inbox.
+//
 // A pending promise does not keep Run alive: if every task waits on
 // promises that nothing on the loop can settle, Run reports a deadlock.
 // Work that will settle a promise from outside the loop should run in
 // Offload, which keeps Run alive while it runs.
 func NewPromise[T any]() (*Promise[T], func(v T, err error) bool) {
 	p := &Promise[T]{}
-	return p, func(v T, err error) bool { return p.settle(v, err, nil) }
+	return p, func(v T, err error) bool {
+		var from *loop
+		if cur := currentTask(); cur != nil {
+			from = cur.loop
+		}
+		return p.settle(v, err, from)
+	}
 }
 
 // Settled reports whether the promise has settled. It may be called from
@@ -285,11 +313,21 @@ func (p *Promise[T]) Settled() bool { return p.p.settled() }
 // (A task that keeps finding results ready is still made to yield after a
 // while; see the package documentation on fairness.)
 //
-// Await is a cancellation point while it waits: if the task is cancelled,
-// Await returns the cause (an error matching context.Canceled) and the
-// promise is left as it is.
+// Await is a cancellation point, as every suspension point is (Trio's
+// rule): if the task has been cancelled, or its deadline has passed, Await
+// returns the cause (an error matching context.Canceled), even when the
+// promise has settled, and the promise is left as it is. A task that was
+// waiting and has been woken by the settle returns the result, even if it
+// is cancelled before it gets to run.
 func (p *Promise[T]) Await(t *Task) (T, error) {
 	t.check("Await")
+	if p == nil {
+		panic("weft: Await called on a nil *Promise")
+	}
+	if err := t.cancelPoint(); err != nil {
+		var zero T
+		return zero, err
+	}
 	if !p.p.settled() {
 		if err := t.awaitOne(&p.p); err != nil {
 			var zero T
@@ -315,6 +353,8 @@ func (t *Task) awaitOne(p *promise) error {
 		return err
 	}
 	ws := t.waitState()
+	ws.single.tgen = t.newWait()
+	ws.single.loop = t.loop
 	if !p.register(&ws.single) {
 		return nil
 	}
@@ -329,9 +369,9 @@ func (t *Task) promiseWaitAllowed() error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
-	if l := t.loop; l.deadlock != nil {
-		return l.deadlock
-	} else if l.aborted {
+	if d := t.rs.deadlock.Load(); d != nil {
+		return d
+	} else if t.loop.aborted {
 		return errAborted
 	}
 	return nil

@@ -33,15 +33,13 @@ func NewPromiseExternal[T any](t *Task) (*Promise[T], func(v T, err error) bool)
 	t.check("NewPromiseExternal")
 	l := t.loop
 	p := &Promise[T]{}
-	k := &externalKeep{l: l}
+	k := &externalKeep{l: l, owner: t}
 	k.hook.fn = k.release
 	l.external++
 	t.onFinish(&k.hook)
+	t.pin++ // the count and the hook are on this loop: t stays on it until released
 	settle := func(v T, err error) bool {
-		var from *loop
-		if ct := currentTask(); ct != nil {
-			from = ct.loop
-		}
+		from := callerLoop()
 		ok := p.settle(v, err, from)
 		if k.called.CompareAndSwap(false, true) {
 			if from == l {
@@ -58,6 +56,7 @@ func NewPromiseExternal[T any](t *Task) (*Promise[T], func(v T, err error) bool)
 // externalKeep is the hold of an external promise on its loop.
 type externalKeep struct {
 	l        *loop
+	owner    *Task       // pinned to l until the release
 	hook     finishHook  // releases the hold when the creating task finishes
 	called   atomic.Bool // the settle function was called
 	released bool        // loop-owned
@@ -70,5 +69,6 @@ func (k *externalKeep) release() {
 	}
 	k.released = true
 	k.hook.remove()
+	k.owner.pin--
 	k.l.external--
 }

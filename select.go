@@ -162,7 +162,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 		}
 		if fired {
 			unlockAll()
-			ws.wake(t)
+			ws.wake(t.loop)
 			if err == nil {
 				t.spend()
 			}
@@ -171,7 +171,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 	}
 
 	// None is ready: wait on all of them.
-	s := &selector{cases: cases, t: t, nodes: make([]any, len(cases))}
+	s := &selector{cases: cases, t: t, l: t.loop, nodes: make([]any, len(cases))}
 	s.fired.Store(selPending)
 	s.pw.slot = s
 	t.preparePark(&s.pw)
@@ -181,10 +181,14 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 		}
 	}
 	unlockAll()
-	l := t.loop
+	timers := false
 	for i := range cases {
 		if sc := &cases[i]; sc.kind == caseAfter {
-			s.nodes[i] = l.addTimer(int64(sc.d), func() { s.fireTimer(i) })
+			if !timers {
+				timers = true
+				t.pin++ // the timers are on this loop: stay on it until they are removed
+			}
+			s.nodes[i] = s.l.addTimer(int64(sc.d), func() { s.fireTimer(i) })
 		}
 	}
 	err := t.park("Select", s, &s.pw)
@@ -194,6 +198,9 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 		if i != f {
 			s.drop(i)
 		}
+	}
+	if timers {
+		t.pin--
 	}
 	if f < 0 {
 		return -1, err
@@ -247,13 +254,14 @@ type selector struct {
 	cases []SelectCase
 	nodes []any // per case: its queued node, or its *timer
 	t     *Task
+	l     *loop // the task's loop, where the timers are (the task is pinned to it meanwhile)
 }
 
 // fireTimer fires AfterCase i, on the loop, unless another case came first.
 func (s *selector) fireTimer(i int) {
 	if s.fired.CompareAndSwap(selPending, int32(i)) {
-		k := waker{task: s.pw.task, gen: s.pw.gen}
-		k.wake(&s.t.loop.root)
+		k := waker{task: s.pw.task, gen: s.pw.gen, loop: s.l}
+		k.wake(s.l)
 	}
 }
 
@@ -265,7 +273,7 @@ func (s *selector) drop(i int) {
 		return
 	}
 	if tm, ok := nd.(*timer); ok {
-		s.t.loop.timers.remove(tm)
+		s.l.timers.remove(tm)
 		return
 	}
 	s.nodes[i] = nil
@@ -367,7 +375,7 @@ func (c *Chan[T]) selFinish(t *Task, sc *SelectCase, x any, err error) (bool, er
 	c.pool.put(nd)
 	recvErr, sendErr := c.recvErr, c.sendErr
 	c.mu.unlock()
-	ws.wake(t)
+	ws.wake(t.loop)
 	switch {
 	case st == nodeDone && send:
 		return true, nil // sent, even if a cancellation came meanwhile

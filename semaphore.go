@@ -75,7 +75,7 @@ func (s *Semaphore) Acquire(t *Task, n int64) error {
 	s.pool.put(nd)
 	s.mu.unlock()
 	if granted && err != nil {
-		s.release(n, t) // pass them on
+		s.release(n, t.loop) // pass them on
 	}
 	return err
 }
@@ -121,8 +121,9 @@ func (s *Semaphore) checkCount(op string, n int64) {
 	}
 }
 
-// release adds n permits and grants them; from is the calling task if known.
-func (s *Semaphore) release(n int64, from *Task) {
+// release adds n permits and grants them; from is the caller's loop, if
+// known.
+func (s *Semaphore) release(n int64, from *loop) {
 	var ws wakers
 	s.mu.lock()
 	if s.avail+n > s.size {
@@ -161,5 +162,5 @@ func (s *Semaphore) withdraw(w *parkWaiter) {
 		s.grantLocked(&ws)
 	}
 	s.mu.unlock()
-	ws.wake(w.task)
+	ws.wake(w.loop)
 }

@@ -83,10 +83,11 @@ func Signal(t *Task, sigs ...os.Signal) *Chan[os.Signal] {
 		}
 	}
 	c := NewChan[os.Signal](len(uniq))
-	sub := &sigSub{c: c, sigs: uniq, l: t.loop}
+	sub := &sigSub{c: c, sigs: uniq, l: t.loop, owner: t}
 	c.keep = true
 	sub.hook.fn = c.Close
 	t.onFinish(&sub.hook)
+	t.pin++ // the hook is on this loop: t stays on it until the subscription ends
 	c.onClose = sub.closed
 	subscribe(c, uniq)
 	return c
@@ -94,21 +95,33 @@ func Signal(t *Task, sigs ...os.Signal) *Chan[os.Signal] {
 
 // sigSub is one Signal channel's subscription.
 type sigSub struct {
-	c    *Chan[os.Signal]
-	sigs []os.Signal
-	l    *loop
-	hook finishHook // loop-owned
+	c     *Chan[os.Signal]
+	sigs  []os.Signal
+	l     *loop
+	owner *Task      // pinned to l until the subscription ends
+	hook  finishHook // loop-owned
+	ended bool       // loop-owned
+}
+
+// end drops the finish hook and the pin, once, on the loop.
+func (s *sigSub) end() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.hook.remove()
+	s.owner.pin--
 }
 
 // closed is the channel's onClose: it unsubscribes, and drops the finish
 // hook on the loop.
 func (s *sigSub) closed() {
 	unsubscribe(s.c, s.sigs)
-	if ct := currentTask(); ct != nil && ct.loop == s.l {
-		s.hook.remove()
+	if callerLoop() == s.l {
+		s.end()
 		return
 	}
-	s.l.post(s.hook.remove) // refused only once the loop has ended
+	s.l.post(s.end) // refused only once the loop has ended
 }
 
 func subscribe(c *Chan[os.Signal], sigs []os.Signal) {

@@ -14,7 +14,8 @@ package weft
 // A ticker stops when its channel is closed (from any goroutine: the stop
 // is posted to the loop) or when the task that made it finishes (a finish
 // hook, which also closes the channel). Everything but the channel is
-// loop-owned.
+// loop-owned, and the task that made the ticker is pinned to its loop (it
+// is not handed to another loop) until the ticker stops.
 
 import "time"
 
@@ -35,7 +36,7 @@ func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 	}
 	l := t.loop
 	c := NewChan[time.Time](1)
-	tk := &ticker{c: c, l: l, period: int64(d)}
+	tk := &ticker{c: c, l: l, owner: t, period: int64(d)}
 	tk.tm = timer{index: -1, weak: true, fn: tk.fire}
 	tk.tm.when = l.deadline(tk.period)
 	l.timers.push(&tk.tm)
@@ -44,6 +45,7 @@ func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 		c.Close()
 	}
 	t.onFinish(&tk.hook)
+	t.pin++ // the timer and the hook are on this loop: t stays on it until the ticker stops
 	c.keep = true
 	c.onClose = tk.closed
 	return c
@@ -52,6 +54,7 @@ func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 type ticker struct {
 	c       *Chan[time.Time]
 	l       *loop
+	owner   *Task // pinned to l while the ticker runs
 	period  int64
 	tm      timer
 	hook    finishHook
@@ -65,7 +68,7 @@ func (tk *ticker) fire() {
 	}
 	l := tk.l
 	now := l.clock.Nanotime()
-	tk.c.trySend(l.clock.Now(), &l.root)
+	tk.c.trySend(l.clock.Now(), l)
 	next := tk.tm.when + tk.period
 	if next <= now {
 		next += ((now-next)/tk.period + 1) * tk.period // skip the periods missed
@@ -82,11 +85,12 @@ func (tk *ticker) stop() {
 	tk.stopped = true
 	tk.l.timers.remove(&tk.tm)
 	tk.hook.remove()
+	tk.owner.pin--
 }
 
 // closed is the channel's onClose: it stops the ticker on its loop.
 func (tk *ticker) closed() {
-	if ct := currentTask(); ct != nil && ct.loop == tk.l {
+	if callerLoop() == tk.l {
 		tk.stop()
 		return
 	}

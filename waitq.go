@@ -29,6 +29,8 @@ package weft
 //     after the core has withdrawn it (which takes the object's lock), and
 //     then returns the node to the free list.
 
+import "slices"
+
 type nodeKind uint8
 
 const (
@@ -72,9 +74,9 @@ func (n *waitNode[V]) waker() waker {
 	case nodeGoroutine:
 		return waker{g: n.done}
 	case nodeSelect:
-		return waker{task: n.sel.pw.task, gen: n.sel.pw.gen}
+		return waker{task: n.sel.pw.task, gen: n.sel.pw.gen, loop: n.sel.pw.loop}
 	}
-	return waker{task: n.pw.task, gen: n.pw.gen}
+	return waker{task: n.pw.task, gen: n.pw.gen, loop: n.pw.loop}
 }
 
 // waker wakes one waiter: a parked task (of a given wait generation) or a
@@ -82,21 +84,28 @@ func (n *waitNode[V]) waker() waker {
 type waker struct {
 	task *Task
 	gen  uint32
+	loop *loop // the loop the task waits on
 	g    chan struct{}
 }
 
-// wake wakes the waiter; from is the calling task (nil from a goroutine,
-// or a loop's root from a loop callback), so that a waiter of the same
-// loop is made runnable at once.
-func (k waker) wake(from *Task) {
+// wake wakes the waiter; from is the loop the caller runs on (nil from a
+// plain goroutine), so that a waiter of the same loop is made runnable at
+// once, in FIFO order, and any other is woken through its loop's inbox
+// (parkWaiter.wake).
+func (k waker) wake(from *loop) {
 	if k.g != nil {
 		k.g <- struct{}{} // capacity 1, signalled once per wait
 		return
 	}
-	if k.task != nil {
-		w := parkWaiter{task: k.task, gen: k.gen}
-		w.wake(from)
+	if k.task == nil {
+		return
 	}
+	if from == k.loop {
+		from.unpark(k.task, k.gen)
+		return
+	}
+	w := parkWaiter{task: k.task, gen: k.gen, loop: k.loop}
+	w.wake(nil)
 }
 
 // waitQueue is a FIFO of nodes, guarded by its object's lock.
@@ -171,7 +180,7 @@ type wakers struct {
 	one      waker
 	more     []waker
 	n        int
-	rechecks []*Task // a parked task per loop that must look again for a deadlock
+	rechecks []*loop // loops of parked tasks that must look again for a deadlock
 }
 
 func (ws *wakers) add(k waker) {
@@ -183,19 +192,17 @@ func (ws *wakers) add(k waker) {
 	ws.n++
 }
 
-// recheck notes that t's loop must look again for a deadlock: an object t
-// is parked on stopped keeping it alive (see keepAliveSource).
-func (ws *wakers) recheck(t *Task) {
-	for _, r := range ws.rechecks {
-		if r.loop == t.loop {
-			return
-		}
+// recheck notes that loop l, where a task is parked on an object that
+// stopped keeping it alive (see keepAliveSource), must look again for a
+// deadlock.
+func (ws *wakers) recheck(l *loop) {
+	if !slices.Contains(ws.rechecks, l) {
+		ws.rechecks = append(ws.rechecks, l)
 	}
-	ws.rechecks = append(ws.rechecks, t)
 }
 
 // wake does the wakes; from is as for waker.wake.
-func (ws *wakers) wake(from *Task) {
+func (ws *wakers) wake(from *loop) {
 	if ws.n == 0 && ws.rechecks == nil {
 		return
 	}
@@ -205,8 +212,8 @@ func (ws *wakers) wake(from *Task) {
 			k.wake(from)
 		}
 	}
-	for _, t := range ws.rechecks {
-		w := parkWaiter{task: t}
+	for _, l := range ws.rechecks {
+		w := parkWaiter{loop: l}
 		w.postRecheck()
 	}
 }
@@ -218,5 +225,14 @@ func (ws *wakers) wakeFromCaller() {
 	if ws.n == 0 && ws.rechecks == nil {
 		return
 	}
-	ws.wake(currentTask())
+	ws.wake(callerLoop())
+}
+
+// callerLoop returns the loop whose task calls, or nil from a plain
+// goroutine (or where currentTask cannot tell).
+func callerLoop() *loop {
+	if t := currentTask(); t != nil {
+		return t.loop
+	}
+	return nil
 }

@@ -89,9 +89,15 @@ func TestStressRandomCancellationsDeliverEachSentValueExactlyOnce(t *testing.T) 
 						led.didGet(v)
 					}
 				}
+				var all []*weft.Promise[struct{}] // every task started
+				start := func(f func(*weft.Task) (struct{}, error)) *weft.Promise[struct{}] {
+					p := weft.Go(wt, f)
+					all = append(all, p)
+					return p
+				}
 				var live []*weft.Promise[struct{}]
 				for range 3 {
-					live = append(live, weft.Go(wt, producer), weft.Go(wt, consumer))
+					live = append(live, start(producer), start(consumer))
 				}
 				for range 400 {
 					switch rng.IntN(4) {
@@ -104,9 +110,9 @@ func TestStressRandomCancellationsDeliverEachSentValueExactlyOnce(t *testing.T) 
 						i := rng.IntN(len(live))
 						live[i].Cancel()
 						if rng.IntN(2) == 0 {
-							live[i] = weft.Go(wt, producer)
+							live[i] = start(producer)
 						} else {
-							live[i] = weft.Go(wt, consumer)
+							live[i] = start(consumer)
 						}
 					case 3:
 						// A handoff and a cancellation before the receiver resumes.
@@ -116,14 +122,14 @@ func TestStressRandomCancellationsDeliverEachSentValueExactlyOnce(t *testing.T) 
 							led.didSend(-next)
 						}
 						live[i].Cancel()
-						live[i] = weft.Go(wt, consumer)
+						live[i] = start(consumer)
 					}
 				}
 				for _, p := range live {
 					p.Cancel()
 				}
-				for _, p := range live {
-					p.Await(wt)
+				for _, p := range all {
+					p.Await(wt) // the cancelled ones too: they may still give a value back
 				}
 				c.Close()
 				for v, err := range c.All(wt) {

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"runtime"
 	"slices"
 	"sync/atomic"
 )
@@ -85,7 +86,8 @@ var chanIDs atomic.Uint64
 // The zero Chan is a usable channel of capacity 0. A Chan must not be
 // copied after first use.
 type Chan[T any] struct {
-	mu          spinLock
+	own         atomic.Pointer[loop] // nil, the owning loop, or sharedOwner (chan_owner.go)
+	mu          spinLock             // guards the rest once the channel is shared
 	closed      bool
 	keep        bool  // a subscription (Signal) keeps the waiters' loops alive until Close
 	stopOnBreak bool  // made by Generate: All closes it when its consumer stops; immutable once shared
@@ -124,10 +126,21 @@ func (c *Chan[T]) Cap() int { return len(c.buf) }
 // Len returns how many values the channel holds, ready to be received.
 // Any goroutine may call it.
 func (c *Chan[T]) Len() int {
-	c.mu.lock()
+	l, _ := c.caller()
+	locked := c.acquire(l)
 	n := c.n + len(c.back)
-	c.mu.unlock()
+	c.release(locked)
 	return n
+}
+
+// caller returns the loop of the calling task when it matters, that is
+// when c is not shared (its owner uses it without the lock), and whether
+// it looked.
+func (c *Chan[T]) caller() (*loop, bool) {
+	if c.own.Load() == sharedOwner {
+		return nil, false
+	}
+	return callerLoop(), true
 }
 
 // Send sends v, suspending the task while the channel is full (for
@@ -145,33 +158,48 @@ func (c *Chan[T]) Send(t *Task, v T) error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
+	if c.own.Load() == t.loop && c.recvq.head == nil && c.n < len(c.buf) && !c.closed {
+		// The fast path: owned by this loop (no lock), room, nobody to wake.
+		c.pushLocked(v)
+		t.spend()
+		return nil
+	}
+	return c.send(t, v)
+}
+
+// send is Send past the fast path.
+func (c *Chan[T]) send(t *Task, v T) error {
+	if err := c.prepare(t, "Chan.Send"); err != nil {
+		return err
+	}
 	var ws wakers
-	c.mu.lock()
+	l := t.loop
+	locked := c.acquire(l)
 	if ok, err := c.trySendLocked(v, &ws); ok {
-		c.mu.unlock()
-		ws.wake(t.loop)
+		c.release(locked)
+		ws.wake(l)
 		if err == nil {
 			t.spend()
 		}
 		return err
 	}
-	return c.sendSlow(t, v)
+	return c.sendSlow(t, v, locked)
 }
 
-// sendSlow parks t as a sender of v; c.mu is held.
-func (c *Chan[T]) sendSlow(t *Task, v T) error {
+// sendSlow parks t as a sender of v; c is acquired.
+func (c *Chan[T]) sendSlow(t *Task, v T, locked bool) error {
 	nd := c.pool.get(nodeTask)
 	nd.send = true
 	nd.val = v
 	t.preparePark(&nd.pw)
 	c.sendq.push(nd)
-	c.mu.unlock()
+	c.release(locked)
 	err := t.park("Chan.Send", c, &nd.pw)
-	c.mu.lock()
+	locked = c.acquire(t.loop) // t may have moved to another loop since it was woken
 	st := nd.state
 	c.pool.put(nd)
 	sendErr := c.sendErr
-	c.mu.unlock()
+	c.release(locked)
 	switch st {
 	case nodeDone:
 		return nil // sent; a cancellation shows at the next suspension point
@@ -193,48 +221,93 @@ func (c *Chan[T]) sendSlow(t *Task, v T) error {
 // receiver.
 func (c *Chan[T]) Recv(t *Task) (T, error) {
 	t.check("Chan.Recv")
-	var zero T
 	if err := t.cancelPoint(); err != nil {
+		var zero T
+		return zero, err
+	}
+	if c.own.Load() == t.loop && c.n > 0 && c.sendq.head == nil && c.back == nil {
+		// The fast path: owned by this loop (no lock), a value, nobody to wake.
+		v := c.popLocked()
+		t.spend()
+		return v, nil
+	}
+	return c.recv(t)
+}
+
+// recv is Recv past the fast path.
+func (c *Chan[T]) recv(t *Task) (T, error) {
+	var zero T
+	if err := c.prepare(t, "Chan.Recv"); err != nil {
 		return zero, err
 	}
 	var ws wakers
-	c.mu.lock()
+	l := t.loop
+	locked := c.acquire(l)
 	if v, ok := c.takeLocked(&ws); ok {
-		c.mu.unlock()
-		ws.wake(t.loop)
+		c.release(locked)
+		ws.wake(l)
 		t.spend()
 		return v, nil
 	}
 	if c.closed {
 		err := c.recvErr
-		c.mu.unlock()
+		c.release(locked)
 		return zero, err
 	}
-	return c.recvSlow(t)
+	if locked && t.loop.runq.len()+t.loop.batchq.len() == 0 {
+		// A shared channel, and nothing else to run here: the value may be
+		// on its way from another goroutine. Look again a few times before
+		// parking, which would make that goroutine wake the loop.
+		for range recvSpins {
+			c.release(locked)
+			runtime.Gosched()
+			locked = c.acquire(t.loop)
+			if v, ok := c.takeLocked(&ws); ok {
+				c.release(locked)
+				ws.wake(l)
+				t.spend()
+				return v, nil
+			}
+			if c.closed || t.cancelled.Load() {
+				break
+			}
+		}
+		if c.closed {
+			err := c.recvErr
+			c.release(locked)
+			return zero, err
+		}
+	}
+	return c.recvSlow(t, locked)
 }
 
-// recvSlow parks t as a receiver; c.mu is held.
-func (c *Chan[T]) recvSlow(t *Task) (T, error) {
+// recvSpins is how many times Recv looks again at an empty shared
+// channel before it parks (see recv).
+const recvSpins = 8
+
+// recvSlow parks t as a receiver; c is acquired.
+func (c *Chan[T]) recvSlow(t *Task, locked bool) (T, error) {
 	var zero T
 	nd := c.pool.get(nodeTask)
 	nd.send = false
 	t.preparePark(&nd.pw)
 	c.recvq.push(nd)
-	c.mu.unlock()
+	c.release(locked)
 	err := t.park("Chan.Recv", c, &nd.pw)
 	if nd.state == nodeDone && err == nil {
 		err = t.cancelPoint()
 	}
 	var ws wakers
-	c.mu.lock()
+	l := t.loop // t may have moved to another loop since it was woken
+	locked = c.acquire(l)
 	st, v := nd.state, nd.val
 	if st == nodeDone && err != nil {
 		c.giveBackLocked(v, nd.seq, &ws)
 	}
 	c.pool.put(nd)
 	recvErr := c.recvErr
-	c.mu.unlock()
-	ws.wake(t.loop)
+	c.release(locked)
+	ws.wake(l)
 	switch {
 	case err != nil:
 		return zero, err
@@ -248,20 +321,18 @@ func (c *Chan[T]) recvSlow(t *Task) (T, error) {
 // buffer has room. It reports whether v was sent; false also when the
 // channel is closed. It never suspends and is not a cancellation point.
 // Any goroutine may call it.
-func (c *Chan[T]) TrySend(v T) bool { return c.trySend(v, nil) }
+func (c *Chan[T]) TrySend(v T) bool {
+	l, known := c.caller()
+	return c.trySend(v, l, known)
+}
 
-// trySend is TrySend; from is the loop the caller runs on, if known (a
-// loop callback's).
-func (c *Chan[T]) trySend(v T, from *loop) bool {
+// trySend is TrySend from loop l (nil: a goroutine), if known.
+func (c *Chan[T]) trySend(v T, l *loop, known bool) bool {
 	var ws wakers
-	c.mu.lock()
+	locked := c.acquire(l)
 	ok, err := c.trySendLocked(v, &ws)
-	c.mu.unlock()
-	if from != nil {
-		ws.wake(from)
-	} else {
-		ws.wakeFromCaller()
-	}
+	c.release(locked)
+	ws.wakeFrom(l, known)
 	return ok && err == nil
 }
 
@@ -270,10 +341,11 @@ func (c *Chan[T]) trySend(v T, from *loop) bool {
 // cancellation point. Any goroutine may call it.
 func (c *Chan[T]) TryRecv() (T, bool) {
 	var ws wakers
-	c.mu.lock()
+	l, known := c.caller()
+	locked := c.acquire(l)
 	v, ok := c.takeLocked(&ws)
-	c.mu.unlock()
-	ws.wakeFromCaller()
+	c.release(locked)
+	ws.wakeFrom(l, known)
 	return v, ok
 }
 
@@ -299,9 +371,10 @@ func (c *Chan[T]) CloseWithError(err error) {
 // whether this call closed it.
 func (c *Chan[T]) close(recvErr, sendErr error) bool {
 	var ws wakers
-	c.mu.lock()
+	l, known := c.caller()
+	locked := c.acquire(l)
 	if c.closed {
-		c.mu.unlock()
+		c.release(locked)
 		return false
 	}
 	c.closed, c.keep = true, false
@@ -322,8 +395,8 @@ func (c *Chan[T]) close(recvErr, sendErr error) bool {
 	}
 	onClose := c.onClose
 	c.onClose = nil
-	c.mu.unlock()
-	ws.wakeFromCaller()
+	c.release(locked)
+	ws.wakeFrom(l, known)
 	if onClose != nil {
 		onClose()
 	}
@@ -333,9 +406,10 @@ func (c *Chan[T]) close(recvErr, sendErr error) bool {
 // Closed reports whether the channel has been closed (its buffer may still
 // hold values). Any goroutine may call it.
 func (c *Chan[T]) Closed() bool {
-	c.mu.lock()
+	l, _ := c.caller()
+	locked := c.acquire(l)
 	closed := c.closed
-	c.mu.unlock()
+	c.release(locked)
 	return closed
 }
 
@@ -413,7 +487,7 @@ func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 		return err
 	}
 	var ws wakers
-	c.mu.lock()
+	c.acquire(nil) // a goroutine: the channel is shared from now on, and locked
 	if ok, err := c.trySendLocked(v, &ws); ok {
 		c.mu.unlock()
 		ws.wake(nil)
@@ -456,7 +530,7 @@ func (c *Chan[T]) RecvWait(ctx context.Context) (T, error) {
 		return zero, err
 	}
 	var ws wakers
-	c.mu.lock()
+	c.acquire(nil) // a goroutine: the channel is shared from now on, and locked
 	if v, ok := c.takeLocked(&ws); ok {
 		c.mu.unlock()
 		ws.wake(nil)
@@ -697,7 +771,7 @@ func (c *Chan[T]) popLocked() T {
 // waiter sees that in the node.
 func (c *Chan[T]) withdraw(w *parkWaiter) {
 	nd := w.slot.(*waitNode[T])
-	c.mu.lock()
+	locked := c.acquireHere()
 	if nd.queued {
 		if nd.send {
 			c.sendq.remove(nd)
@@ -705,15 +779,15 @@ func (c *Chan[T]) withdraw(w *parkWaiter) {
 			c.recvq.remove(nd)
 		}
 	}
-	c.mu.unlock()
+	c.release(locked)
 }
 
 // keepsAlive reports whether something outside the loops may still act on
 // the channel (keepAliveSource): a goroutine in SendWait or RecvWait, or
 // a Signal subscription.
 func (c *Chan[T]) keepsAlive() bool {
-	c.mu.lock()
+	locked := c.acquireHere()
 	k := c.goWaits > 0 || c.keep
-	c.mu.unlock()
+	c.release(locked)
 	return k
 }

@@ -56,16 +56,22 @@ const (
 // selectOp is what Select needs of a channel, whatever its element type.
 type selectOp interface {
 	selID() uint64
-	selLock()
-	selUnlock()
+	// selPrepare makes the channel usable by t's loop (a hand-over from
+	// another loop, for which t may park).
+	selPrepare(t *Task) error
+	// selAcquire and selRelease lock the channel for loop l, if it is
+	// shared (see Chan.acquire).
+	selAcquire(l *loop) bool
+	selRelease(locked bool)
 	// selTryLocked carries out sc now if it is ready (the channel is
 	// locked), and reports whether it did, with the case's error.
 	selTryLocked(sc *SelectCase, ws *wakers) (bool, error)
 	// selEnqueueLocked queues a node for case i of s (the channel is
 	// locked) and returns it.
 	selEnqueueLocked(s *selector, i int, sc *SelectCase) any
-	// selDrop dequeues nd if it is still queued and frees it.
-	selDrop(nd any)
+	// selDrop dequeues nd if it is still queued and frees it; l is the
+	// loop the caller runs on.
+	selDrop(l *loop, nd any)
 	// selFinish finishes the case that fired, given the error park
 	// returned, frees its node, and reports whether the case counts as
 	// done (false: the task's cancellation wins) and with which error.
@@ -129,11 +135,18 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 	var lbuf [8]selectOp
 	locks := lockOrder(cases, lbuf[:0])
 	for _, op := range locks {
-		op.selLock()
+		if err := op.selPrepare(t); err != nil {
+			return -1, err
+		}
+	}
+	var kbuf [8]bool
+	locked := kbuf[:0]
+	for _, op := range locks {
+		locked = append(locked, op.selAcquire(t.loop))
 	}
 	unlockAll := func() {
-		for _, op := range locks {
-			op.selUnlock()
+		for i, op := range locks {
+			op.selRelease(locked[i])
 		}
 	}
 
@@ -277,7 +290,7 @@ func (s *selector) drop(i int) {
 		return
 	}
 	s.nodes[i] = nil
-	s.cases[i].op.selDrop(nd)
+	s.cases[i].op.selDrop(s.t.loop, nd)
 }
 
 // withdraw (parkSource) stops the wait after an interruption: no case can
@@ -314,8 +327,9 @@ func (c *Chan[T]) selID() uint64 {
 	return c.id.Load()
 }
 
-func (c *Chan[T]) selLock()   { c.mu.lock() }
-func (c *Chan[T]) selUnlock() { c.mu.unlock() }
+func (c *Chan[T]) selPrepare(t *Task) error { return c.prepare(t, "Select") }
+func (c *Chan[T]) selAcquire(l *loop) bool  { return c.acquire(l) }
+func (c *Chan[T]) selRelease(locked bool)   { c.release(locked) }
 
 func (c *Chan[T]) selTryLocked(sc *SelectCase, ws *wakers) (bool, error) {
 	if sc.kind == caseSend {
@@ -347,9 +361,9 @@ func (c *Chan[T]) selEnqueueLocked(s *selector, i int, sc *SelectCase) any {
 	return nd
 }
 
-func (c *Chan[T]) selDrop(x any) {
+func (c *Chan[T]) selDrop(l *loop, x any) {
 	nd := x.(*waitNode[T])
-	c.mu.lock()
+	locked := c.acquire(l)
 	if nd.queued {
 		if nd.send {
 			c.sendq.remove(nd)
@@ -358,7 +372,7 @@ func (c *Chan[T]) selDrop(x any) {
 		}
 	}
 	c.pool.put(nd)
-	c.mu.unlock()
+	c.release(locked)
 }
 
 func (c *Chan[T]) selFinish(t *Task, sc *SelectCase, x any, err error) (bool, error) {
@@ -367,15 +381,16 @@ func (c *Chan[T]) selFinish(t *Task, sc *SelectCase, x any, err error) (bool, er
 		err = t.cancelPoint()
 	}
 	var ws wakers
-	c.mu.lock()
+	l := t.loop
+	locked := c.acquire(l)
 	st, send, v := nd.state, nd.send, nd.val
 	if st == nodeDone && !send && err != nil {
 		c.giveBackLocked(v, nd.seq, &ws)
 	}
 	c.pool.put(nd)
 	recvErr, sendErr := c.recvErr, c.sendErr
-	c.mu.unlock()
-	ws.wake(t.loop)
+	c.release(locked)
+	ws.wake(l)
 	switch {
 	case st == nodeDone && send:
 		return true, nil // sent, even if a cancellation came meanwhile

@@ -36,6 +36,8 @@ func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 	}
 	l := t.loop
 	c := NewChan[time.Time](1)
+	openHandOvers(l)
+	c.own.Store(l) // the ticks come from this loop: it owns the channel
 	tk := &ticker{c: c, l: l, owner: t, period: int64(d)}
 	tk.tm = timer{index: -1, weak: true, fn: tk.fire}
 	tk.tm.when = l.deadline(tk.period)
@@ -68,7 +70,7 @@ func (tk *ticker) fire() {
 	}
 	l := tk.l
 	now := l.clock.Nanotime()
-	tk.c.trySend(l.clock.Now(), l)
+	tk.c.trySend(l.clock.Now(), l, true)
 	next := tk.tm.when + tk.period
 	if next <= now {
 		next += ((now-next)/tk.period + 1) * tk.period // skip the periods missed

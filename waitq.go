@@ -228,6 +228,16 @@ func (ws *wakers) wakeFromCaller() {
 	ws.wake(callerLoop())
 }
 
+// wakeFrom is wake from loop l if known (l nil: a goroutine), else
+// wakeFromCaller.
+func (ws *wakers) wakeFrom(l *loop, known bool) {
+	if known {
+		ws.wake(l)
+	} else {
+		ws.wakeFromCaller()
+	}
+}
+
 // callerLoop returns the loop whose task calls, or nil from a plain
 // goroutine (or where currentTask cannot tell).
 func callerLoop() *loop {

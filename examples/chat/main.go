@@ -9,6 +9,7 @@
 // the set of clients and fans each line out. A client too slow to take
 // its lines misses them rather than holding up the others. gotwin/ is the
 // same server with goroutines and Go channels.
+// (Lines of code, without comments and blank lines: 104 here, 140 there.)
 package main
 
 import (

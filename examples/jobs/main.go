@@ -6,6 +6,7 @@
 //
 // gotwin/ is the same program with goroutines, a WaitGroup, a semaphore
 // channel and a context.
+// (Lines of code, without comments and blank lines: 49 here, 67 there.)
 package main
 
 import (

@@ -112,7 +112,9 @@ type backValue[T any] struct {
 
 // NewChan returns a channel that buffers up to capacity values; capacity
 // 0 makes every Send wait for a receiver (a rendezvous). A negative
-// capacity panics.
+// capacity panics. NewChan does not suspend; the channel may be used by
+// tasks of any loop and by plain goroutines (SendWait, RecvWait, TrySend,
+// TryRecv, Close).
 func NewChan[T any](capacity int) *Chan[T] {
 	if capacity < 0 {
 		panic(fmt.Sprintf("weft: NewChan with a negative capacity (%d)", capacity))
@@ -120,11 +122,12 @@ func NewChan[T any](capacity int) *Chan[T] {
 	return &Chan[T]{buf: make([]T, capacity)}
 }
 
-// Cap returns the channel's capacity. Any goroutine may call it.
+// Cap returns the channel's capacity. Any goroutine may call it; it never
+// suspends.
 func (c *Chan[T]) Cap() int { return len(c.buf) }
 
 // Len returns how many values the channel holds, ready to be received.
-// Any goroutine may call it.
+// Any goroutine may call it; it never suspends.
 func (c *Chan[T]) Len() int {
 	l, _ := c.caller()
 	locked := c.acquire(l)
@@ -404,7 +407,7 @@ func (c *Chan[T]) close(recvErr, sendErr error) bool {
 }
 
 // Closed reports whether the channel has been closed (its buffer may still
-// hold values). Any goroutine may call it.
+// hold values). Any goroutine may call it; it never suspends.
 func (c *Chan[T]) Closed() bool {
 	l, _ := c.caller()
 	locked := c.acquire(l)

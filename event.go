@@ -39,7 +39,8 @@ func (e *Event) Set() {
 	ws.wakeFromCaller()
 }
 
-// IsSet reports whether the event is set. Any goroutine may call it.
+// IsSet reports whether the event is set. Any goroutine may call it; it
+// never suspends.
 func (e *Event) IsSet() bool { return e.set.Load() }
 
 // Wait suspends the task until the event is set, and returns nil then; if

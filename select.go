@@ -82,7 +82,8 @@ type selectOp interface {
 // RecvCase is a Select case that receives from c into *v. It fires with a
 // value (stored in *v; v may be nil to drop it), or once c is closed and
 // drained with io.EOF or the CloseWithError error (*v is then left
-// alone). A nil c panics.
+// alone). A nil c panics. RecvCase, SendCase and AfterCase only describe
+// a case: they do not suspend and do nothing to c; Select carries it out.
 func RecvCase[T any](c *Chan[T], v *T) SelectCase {
 	if c == nil {
 		panic("weft: RecvCase with a nil channel")

@@ -29,7 +29,7 @@ type Semaphore struct {
 }
 
 // NewSemaphore returns a semaphore of n permits, all available. A negative
-// n panics.
+// n panics. It does not suspend.
 func NewSemaphore(n int64) *Semaphore {
 	if n < 0 {
 		panic(fmt.Sprintf("weft: NewSemaphore with a negative size (%d)", n))
@@ -104,7 +104,8 @@ func (s *Semaphore) Release(n int64) {
 	s.release(n, nil)
 }
 
-// Available returns the permits not held now. Any goroutine may call it.
+// Available returns the permits not held now. Any goroutine may call it;
+// it never suspends.
 func (s *Semaphore) Available() int64 {
 	s.mu.lock()
 	n := s.avail
@@ -112,7 +113,7 @@ func (s *Semaphore) Available() int64 {
 	return n
 }
 
-// Size returns the semaphore's number of permits.
+// Size returns the semaphore's number of permits. It never suspends.
 func (s *Semaphore) Size() int64 { return s.size }
 
 func (s *Semaphore) checkCount(op string, n int64) {

@@ -271,14 +271,15 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 				t.spend()
 				return v, nil
 			}
-			if c.closed || t.cancelled.Load() {
-				break
+			if c.closed {
+				err := c.recvErr
+				c.release(locked)
+				return zero, err
 			}
-		}
-		if c.closed {
-			err := c.recvErr
-			c.release(locked)
-			return zero, err
+			if err := t.cancelPoint(); err != nil {
+				c.release(locked)
+				return zero, err
+			}
 		}
 	}
 	return c.recvSlow(t, locked)

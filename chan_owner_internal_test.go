@@ -130,3 +130,20 @@ func TestTaskWaitsForAHandOverWithoutADeadlock(t *testing.T) {
 		t.Fatalf("channel holds %d", v)
 	}
 }
+
+// A task of a new Run takes over a channel owned by a Run that has ended.
+func TestChannelOfARunThatEndedIsTakenOverByANewRun(t *testing.T) {
+	c := NewChan[int](2)
+	Run(func(wt *Task) (struct{}, error) { return struct{}{}, c.Send(wt, 1) })
+	v, err := Run(func(wt *Task) (int, error) {
+		if err := c.Send(wt, 2); err != nil { // parks for the hand-over, served at once
+			return 0, err
+		}
+		a, _ := c.Recv(wt)
+		b, _ := c.Recv(wt)
+		return a*10 + b, nil
+	})
+	if v != 12 || err != nil || c.own.Load() != sharedOwner {
+		t.Fatalf("Run = %d, %v", v, err)
+	}
+}

@@ -42,8 +42,8 @@
 // Readable and Writable, the I/O operations, and the waits on channels,
 // locks and events (Chan.Send, Chan.Recv, Select, Mutex.Lock,
 // Semaphore.Acquire, Event.Wait). Each documents whether it suspends and
-// what it returns when the task is cancelled. Awaiting a promise that has already
-// settled does not suspend, unlike await in JavaScript.
+// what it returns when the task is cancelled. Awaiting a promise that has
+// already settled does not suspend, unlike await in JavaScript.
 //
 // # Fairness
 //

@@ -87,7 +87,9 @@ var chanIDs atomic.Uint64
 // copied after first use.
 type Chan[T any] struct {
 	own         atomic.Pointer[loop] // nil, the owning loop, or sharedOwner (chan_owner.go)
-	mu          spinLock             // guards the rest once the channel is shared
+	mu          spinLock             // guards the rest unless a loop owns the channel
+	run         int                  // unowned: operations in a row from runLoop's tasks (mu)
+	runLoop     *loop
 	closed      bool
 	keep        bool  // a subscription (Signal) keeps the waiters' loops alive until Close
 	stopOnBreak bool  // made by Generate: All closes it when its consumer stops; immutable once shared
@@ -257,7 +259,7 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 		c.release(locked)
 		return zero, err
 	}
-	if locked && t.loop.runq.len()+t.loop.batchq.len() == 0 {
+	if locked && c.own.Load() == sharedOwner && t.loop.runq.len()+t.loop.batchq.len() == 0 {
 		// A shared channel, and nothing else to run here: the value may be
 		// on its way from another goroutine. Look again a few times before
 		// parking, which would make that goroutine wake the loop.

@@ -2,16 +2,20 @@ package weft
 
 // Channel ownership: a channel used by the tasks of one loop only needs no
 // lock, since that loop runs one task at a time and no channel operation
-// suspends halfway. So a channel starts unowned, becomes owned by the
-// loop of the first task that uses it, and is shared, guarded by its
-// spinLock, from the moment any other party (a task of another loop, a
-// plain goroutine) uses it. Shared is for good.
+// suspends halfway. So a channel that has served ownThreshold operations
+// in a row from tasks of one loop, and nothing else, becomes owned by that
+// loop, which then uses it without the lock. It is shared, guarded by its
+// spinLock for good, from the moment another party (a task of another
+// loop, a plain goroutine) uses it, owned or not yet.
 //
-// c.own holds the state: nil (unowned), a *loop (owned: only code running
-// on that loop touches the channel, without the lock), or sharedOwner.
-// Transitions: nil -> L by a compare-and-swap of a task of L; nil ->
-// shared by a goroutine; L -> shared only on L itself, at a point where no
-// task of L is inside an operation on the channel (the "hand-over").
+// c.own holds the state: nil (unowned: everyone takes the lock, and the
+// lock counts the run of operations), a *loop (owned: only code running on
+// that loop touches the channel, without the lock), or sharedOwner.
+// Transitions: nil -> L under the lock, by a task of L that completes the
+// run (whoever takes the lock next sees it and goes the owned-elsewhere
+// way); nil -> shared by anyone else; L -> shared only on L itself, at a
+// point where no task of L is inside an operation on the channel (the
+// "hand-over").
 //
 // A party that finds the channel owned by another loop L asks L for it: it
 // queues a flip in L's hand-over queue and posts L a call to serve the
@@ -28,7 +32,12 @@ package weft
 //     for channels at once cannot deadlock.
 //
 // If L has ended (its inbox refuses the post), nobody uses its channels
-// any more, and the party flips the channel itself.
+// any more, and the party flips the channel itself. The price of the
+// scheme: a goroutine's first use of an owned channel waits until the
+// owning loop reaches a scheduling point (at once if it is idle). Waiting
+// so long for ownership (a run of ownThreshold) keeps that to the hot
+// channels of one loop, not to a channel that a task filled a little and
+// handed to a goroutine.
 
 import (
 	"sync"
@@ -37,6 +46,10 @@ import (
 
 // sharedOwner marks a shared channel (Chan.own).
 var sharedOwner = new(loop)
+
+// ownThreshold is how many operations in a row from the tasks of one loop
+// make an unowned channel that loop's.
+const ownThreshold = 1024
 
 // acquire readies c for an operation by code that runs on loop l (nil: a
 // plain goroutine) and reports whether it took the lock: not if l owns c.
@@ -56,17 +69,36 @@ func (c *Chan[T]) acquireSlow(l *loop) bool {
 			c.mu.lock()
 			return true
 		case o == nil:
-			if l != nil {
-				openHandOvers(l) // before anyone can find c owned by l
-				if c.own.CompareAndSwap(nil, l) {
-					return false
-				}
+			if l == nil {
+				c.own.CompareAndSwap(nil, sharedOwner) // a goroutine: shared for good
 				continue
 			}
-			if l == nil && c.own.CompareAndSwap(nil, sharedOwner) {
-				c.mu.lock()
-				return true
+			c.mu.lock()
+			if c.own.Load() != nil {
+				c.mu.unlock() // it changed meanwhile: look again
+				continue
 			}
+			switch {
+			case c.runLoop != l && c.runLoop != nil:
+				c.own.Store(sharedOwner) // a second loop: shared for good
+			case c.run < ownThreshold:
+				c.runLoop = l
+				c.run++
+			default:
+				// The run is complete: l takes the channel. The hand-over
+				// queues must exist before anyone can find c owned by l.
+				c.mu.unlock()
+				openHandOvers(l)
+				c.mu.lock()
+				if c.own.Load() != nil {
+					c.mu.unlock()
+					continue
+				}
+				c.own.Store(l)
+				c.mu.unlock()
+				return false
+			}
+			return true
 		case o == l:
 			return false
 		default:
@@ -84,9 +116,10 @@ func (c *Chan[T]) release(locked bool) {
 
 // acquireHere is acquire for the core's calls about a task parked on c
 // (withdraw, keepsAlive), which run on that task's loop: c is then owned
-// by that loop or shared.
+// by that loop (and no task of it is inside an operation), or it takes the
+// lock.
 func (c *Chan[T]) acquireHere() bool {
-	if c.own.Load() == sharedOwner {
+	if o := c.own.Load(); o == nil || o == sharedOwner {
 		c.mu.lock()
 		return true
 	}

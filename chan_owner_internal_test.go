@@ -6,6 +6,18 @@ import (
 	"time"
 )
 
+// takeOwnership makes c owned by the calling task's loop, by a run of
+// operations (Len) from it.
+func takeOwnership[T any](t *testing.T, c *Chan[T]) {
+	t.Helper()
+	for range ownThreshold + 1 {
+		c.Len()
+	}
+	if o := c.own.Load(); o == nil || o == sharedOwner {
+		t.Fatal("a run of operations from one loop did not make the channel its own")
+	}
+}
+
 func TestChannelIsOwnedByItsFirstLoopUntilAGoroutineUsesIt(t *testing.T) {
 	c := NewChan[int](4)
 	got := make(chan int, 1)
@@ -14,6 +26,10 @@ func TestChannelIsOwnedByItsFirstLoopUntilAGoroutineUsesIt(t *testing.T) {
 			t.Error("a new channel has an owner")
 		}
 		c.Send(wt, 7)
+		if c.own.Load() != nil {
+			t.Error("one operation made the channel owned")
+		}
+		takeOwnership(t, c)
 		if c.own.Load() != wt.loop {
 			t.Error("the first task's loop does not own the channel")
 		}
@@ -40,7 +56,7 @@ func TestChannelIsOwnedByItsFirstLoopUntilAGoroutineUsesIt(t *testing.T) {
 
 func TestChannelOfARunThatEndedIsTakenOverByAGoroutine(t *testing.T) {
 	c := NewChan[int](1)
-	Run(func(wt *Task) (struct{}, error) { return struct{}{}, c.Send(wt, 1) })
+	Run(func(wt *Task) (struct{}, error) { takeOwnership(t, c); return struct{}{}, c.Send(wt, 1) })
 	done := make(chan int)
 	go func() {
 		v, _ := c.TryRecv()
@@ -68,7 +84,7 @@ func TestTwoLoopsHandChannelsToEachOtherAtOnce(t *testing.T) {
 	runOne := func(mine, theirs *Chan[int], v int, got *bool) {
 		defer wg.Done()
 		Run(func(wt *Task) (struct{}, error) {
-			mine.TryRecv() // this loop owns mine
+			takeOwnership(t, mine)
 			ready.Done()
 			<-both // both loops hold their channel; now each asks for the other's
 			*got = theirs.TrySend(v)
@@ -109,7 +125,7 @@ func TestTaskWaitsForAHandOverWithoutADeadlock(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		Run(func(wt *Task) (struct{}, error) {
-			c.TryRecv() // owned by this loop
+			takeOwnership(t, c)
 			close(owned)
 			p, done := NewPromiseExternal[struct{}](wt)
 			go func() { <-release; time.Sleep(20 * time.Millisecond); done(struct{}{}, nil) }()
@@ -134,7 +150,7 @@ func TestTaskWaitsForAHandOverWithoutADeadlock(t *testing.T) {
 // A task of a new Run takes over a channel owned by a Run that has ended.
 func TestChannelOfARunThatEndedIsTakenOverByANewRun(t *testing.T) {
 	c := NewChan[int](2)
-	Run(func(wt *Task) (struct{}, error) { return struct{}{}, c.Send(wt, 1) })
+	Run(func(wt *Task) (struct{}, error) { takeOwnership(t, c); return struct{}{}, c.Send(wt, 1) })
 	v, err := Run(func(wt *Task) (int, error) {
 		if err := c.Send(wt, 2); err != nil { // parks for the hand-over, served at once
 			return 0, err
@@ -145,5 +161,45 @@ func TestChannelOfARunThatEndedIsTakenOverByANewRun(t *testing.T) {
 	})
 	if v != 12 || err != nil || c.own.Load() != sharedOwner {
 		t.Fatalf("Run = %d, %v", v, err)
+	}
+}
+
+// A channel that a task used a little and then handed to a goroutine is
+// not owned: the goroutine does not wait for the loop, even if the loop
+// is blocked (here on purpose, on a Go channel).
+func TestChannelUsedAFewTimesIsNotOwned(t *testing.T) {
+	c := NewChan[int](8)
+	Run(func(wt *Task) (struct{}, error) {
+		for i := range 8 {
+			c.Send(wt, i)
+		}
+		done := make(chan int)
+		go func() {
+			s := 0
+			for range 8 {
+				v, _ := c.TryRecv()
+				s += v
+			}
+			done <- s
+		}()
+		select { // blocks the loop: the goroutine must not need it
+		case s := <-done:
+			if s != 28 {
+				t.Errorf("sum %d", s)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the goroutine waited for the blocked loop")
+		}
+		return struct{}{}, nil
+	})
+}
+
+// A second loop's task on an unowned channel makes it shared.
+func TestSecondLoopMakesAnUnownedChannelShared(t *testing.T) {
+	c := NewChan[int](1)
+	Run(func(wt *Task) (struct{}, error) { return struct{}{}, c.Send(wt, 1) })
+	Run(func(wt *Task) (int, error) { return c.Recv(wt) })
+	if c.own.Load() != sharedOwner {
+		t.Fatal("used by two loops, the channel is not shared")
 	}
 }

@@ -83,6 +83,12 @@ var chanIDs atomic.Uint64
 // only later must keep Run alive itself, with NewPromiseExternal or
 // Offload.
 //
+// Costs: a channel used only by the tasks of one loop becomes that loop's
+// after a run of operations and is then used without any atomic
+// operation; the first use from another loop or a goroutine shares it for
+// good (under a spinlock), and a goroutine's first use of such an owned
+// channel waits until the owning loop reaches a scheduling point.
+//
 // The zero Chan is a usable channel of capacity 0. A Chan must not be
 // copied after first use.
 type Chan[T any] struct {

@@ -79,3 +79,20 @@ func TestDeadlockNamesEventWait(t *testing.T) {
 		t.Errorf("main: %s at %s", op, site)
 	}
 }
+
+// Being woken by Set is not exclusive: a waiter cancelled after the Set,
+// before it resumes, still sees the event.
+func TestEventWaiterCancelledAfterSetReturnsNil(t *testing.T) {
+	run(t, func(wt *weft.Task) {
+		var e weft.Event
+		p := weft.Go(wt, func(wt *weft.Task) (bool, error) {
+			err := e.Wait(wt)
+			return wt.Yield() != nil, err // the cancellation shows at the next point
+		})
+		e.Set()
+		p.Cancel()
+		if later, err := p.Await(wt); err != nil || !later {
+			t.Fatalf("Wait = %v; cancellation seen after: %v", err, later)
+		}
+	})
+}

@@ -143,6 +143,7 @@ type loopSummary struct {
 	external  int
 	fds       int
 	nextTimer int64 // the earliest timer's deadline, or -1
+	strong    bool  // a timer that is not weak is pending (timers.go)
 	keepAlive bool  // a parked task's source may be satisfied from outside
 }
 
@@ -165,7 +166,7 @@ func (l *loop) idleMulti() (stop bool) {
 		return false
 	}
 	l.summary = loopSummary{live: l.live, external: l.external, fds: l.fds.waiting, nextTimer: -1,
-		keepAlive: l.parkedKeepAliveLocked()}
+		strong: l.timers.strong() > 0, keepAlive: l.parkedKeepAliveLocked()}
 	if tm := l.timers.peek(); tm != nil {
 		l.summary.nextTimer = tm.when
 	}
@@ -200,7 +201,7 @@ func (l *loop) idleMulti() (stop bool) {
 // allIdle decides, when every loop is idle (run lock held), whether the
 // Run is over, deadlocked, or (virtual time) due to jump to its next timer.
 func (rs *runState) allIdle() {
-	live, external, fds, keep := 0, 0, 0, false
+	live, external, fds, keep, strong := 0, 0, 0, false, false
 	next := int64(-1)
 	for _, l := range rs.loops {
 		if l.inboxLen.Load() != 0 {
@@ -211,6 +212,7 @@ func (rs *runState) allIdle() {
 		external += s.external
 		fds += s.fds
 		keep = keep || s.keepAlive
+		strong = strong || s.strong
 		if s.nextTimer >= 0 && (next < 0 || s.nextTimer < next) {
 			next = s.nextTimer
 		}
@@ -221,9 +223,12 @@ func (rs *runState) allIdle() {
 		for _, l := range rs.loops {
 			l.poller.Wake()
 		}
-	case external > 0 || fds > 0 || keep:
+	case external > 0 || fds > 0:
 		// Something outside the loops will wake one of them.
-	case next >= 0:
+	case next >= 0 && (strong || keep):
+		// A timer is work to wait for, or feeds a task kept alive (a
+		// Ticker's, which is weak). As with one loop, a keep-alive source
+		// does not hold virtual time still.
 		if rs.clock.Virtual() {
 			// Every loop waits on timers only: time jumps to the earliest.
 			rs.clock.AdvanceTo(next)
@@ -234,6 +239,8 @@ func (rs *runState) allIdle() {
 			}
 		}
 		// With the real clock each loop sleeps until its own timer.
+	case keep:
+		// Something outside the loops may satisfy a parked task.
 	default:
 		rs.onDeadlockLocked()
 	}

@@ -39,9 +39,11 @@
 //
 // A task gives up the loop only where its code says so. These calls can
 // suspend: Go (the child runs first), Yield, Sleep, Await, All, Race,
-// Readable and Writable. Each documents whether it suspends and what it
-// returns when the task is cancelled. Awaiting a promise that has already
-// settled does not suspend, unlike await in JavaScript.
+// Readable and Writable, the I/O operations, and the waits on channels,
+// locks and events (Chan.Send, Chan.Recv, Select, Mutex.Lock,
+// Semaphore.Acquire, Event.Wait). Each documents whether it suspends and
+// what it returns when the task is cancelled. Awaiting a promise that has
+// already settled does not suspend, unlike await in JavaScript.
 //
 // # Fairness
 //
@@ -59,7 +61,9 @@
 // with Offload, which runs it in parallel on other cores.
 //
 // Never block a task on a Go channel, a mutex or a blocking call: that
-// stalls every task of the loop. Use weft's waits, or Offload.
+// stalls every task of the loop. Use weft's waits (Chan, Select, Mutex,
+// Semaphore, Event), or Offload. Plain goroutines reach tasks through the
+// same channels (SendWait, RecvWait) and through NewPromiseExternal.
 //
 // # Errors and panics
 //

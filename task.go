@@ -66,6 +66,7 @@ type taskExtra struct {
 	atExit      []func()       // run on the loop after the task finished (see atExit)
 	park        parkSource     // the source of a parked wait (park.go)
 	parkW       *parkWaiter    // ... and the registration with it
+	finish      *finishHook    // callbacks to run when the task finishes (finish.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own
@@ -228,6 +229,9 @@ func (t *Task) inherit(parent *scope) {
 // report.
 func (t *Task) finish(err error) {
 	l := t.loop
+	if t.x != nil && t.x.finish != nil {
+		t.runFinishHooks()
+	}
 	rs := l.rs
 	t.state = stateDone
 	r := &t.root

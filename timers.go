@@ -6,6 +6,10 @@ package weft
 // index in the heap, so a cancelled sleep is removed in O(log n) and leaves
 // nothing behind. Deadlines are nanoseconds on the loop's clock.
 //
+// A weak timer (a Ticker's) fires like any other but does not by itself
+// keep the loop from finding a deadlock: whoever waits on what it feeds
+// says so as a keepAliveSource. The heap counts its weak timers.
+//
 // The heap and its timers are loop-owned.
 
 type timer struct {
@@ -14,14 +18,20 @@ type timer struct {
 	index int32  // position in the heap; -1 when not in it
 	task  *Task  // a sleeping task to wake, or
 	fn    func() // a callback to run on the loop
+	weak  bool   // does not count as pending work for deadlock detection
 }
 
 type timerHeap struct {
 	items []*timer
 	seq   uint64
+	weak  int // weak timers in items
 }
 
 func (h *timerHeap) len() int { return len(h.items) }
+
+// strong returns how many timers are not weak: those that are work the
+// loop waits for.
+func (h *timerHeap) strong() int { return len(h.items) - h.weak }
 
 func (h *timerHeap) less(i, j int) bool {
 	a, b := h.items[i], h.items[j]
@@ -39,6 +49,9 @@ func (h *timerHeap) push(t *timer) {
 	t.seq = h.seq
 	t.index = int32(len(h.items))
 	h.items = append(h.items, t)
+	if t.weak {
+		h.weak++
+	}
 	h.up(len(h.items) - 1)
 }
 
@@ -63,6 +76,9 @@ func (h *timerHeap) remove(t *timer) bool {
 	h.items[last] = nil
 	h.items = h.items[:last]
 	t.index = -1
+	if t.weak {
+		h.weak--
+	}
 	if i != last {
 		if !h.down(i) {
 			h.up(i)

@@ -20,7 +20,7 @@ import (
 const rounds = 5
 
 // bench is `weft bench`: the core benchmarks, or with an argument the
-// named benchmark (convoy, sha256) with its own flags.
+// named benchmark (convoy, sha256, sync) with its own flags.
 func bench(w, errw io.Writer, args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -28,6 +28,8 @@ func bench(w, errw io.Writer, args []string) error {
 			return convoy(w, errw, args[1:])
 		case "sha256":
 			return benchSHA256(w, errw, args[1:])
+		case "sync":
+			return benchSync(w)
 		}
 		return fmt.Errorf("bench: unknown benchmark %q", args[0])
 	}

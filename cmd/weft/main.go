@@ -4,6 +4,7 @@
 //	weft bench          core benchmarks beside their Go-native twins
 //	weft bench convoy   an echo server beside CPU-bound work (the GIL's convoy effect)
 //	weft bench sha256   hashing on the loop against hashing in Offload
+//	weft bench sync     channels, Mutex and SendWait beside Go channels and sync.Mutex
 //
 // Run it from a checkout with `go run ./cmd/weft tour`.
 package main
@@ -64,6 +65,8 @@ commands:
                    more)
   bench sha256     hash messages in tasks on one loop, then in Offload
                    (flags: -size -n -interval)
+  bench sync       channels, Mutex and SendWait beside Go channels and
+                   sync.Mutex, with ratios
   help             this text
 `)
 }

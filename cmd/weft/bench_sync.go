@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/weft-go/weft/internal/benchmarks"
+)
+
+// benchSync is `weft bench sync`: channels, the mutex and the goroutine
+// bridge beside their Go-native twins. Each pair runs interleaved (weft,
+// Go, weft, Go...), so that the ratio compares like with like on a noisy
+// machine.
+func benchSync(w io.Writer) error {
+	fmt.Fprintf(w, "weft bench sync: channels, locks, the goroutine bridge; %s %s/%s, %d CPUs, GOMAXPROCS=%d\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "each timing: median of %d runs (min..max); ratio = weft time / Go time\n\n", rounds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "benchmark\tweft\tGo-native\tratio\tgoal\t")
+	for _, p := range benchmarks.Sync {
+		wm, wlo, whi := nsPerOp(p.Weft)
+		gm, glo, ghi := nsPerOp(p.Go)
+		fmt.Fprintf(tw, "%s\t%.0f ns (%.0f..%.0f)\t%.0f ns (%.0f..%.0f)\t%.2fx\t%s\t\n",
+			p.Name, wm, wlo, whi, gm, glo, ghi, wm/gm, p.Goal)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, p := range benchmarks.Sync {
+		fmt.Fprintf(w, "%s: weft = %s; Go = %s\n", p.Name, p.WeftDoc, p.GoDoc)
+	}
+	return nil
+}

@@ -272,6 +272,11 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 		for range recvSpins {
 			c.release(locked)
 			runtime.Gosched()
+			// Never while holding the channel: cancelPoint may take the run
+			// lock, which is taken before a wait source's (DESIGN.md).
+			if err := t.cancelPoint(); err != nil {
+				return zero, err
+			}
 			locked = c.acquire(t.loop)
 			if v, ok := c.takeLocked(&ws); ok {
 				c.release(locked)
@@ -281,10 +286,6 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 			}
 			if c.closed {
 				err := c.recvErr
-				c.release(locked)
-				return zero, err
-			}
-			if err := t.cancelPoint(); err != nil {
 				c.release(locked)
 				return zero, err
 			}

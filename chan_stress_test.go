@@ -49,6 +49,7 @@ func (l *ledger) check(t *testing.T) {
 // they wait or just after a handoff; every value whose Send succeeded is
 // received exactly once, and no other.
 func TestStressRandomCancellationsDeliverEachSentValueExactlyOnce(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // its tasks share state without locks, as tasks of one loop may
 	for _, capacity := range []int{0, 1, 3} {
 		for seed := uint64(1); seed <= 4; seed++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(capacity)))
@@ -151,6 +152,7 @@ func TestStressRandomCancellationsDeliverEachSentValueExactlyOnce(t *testing.T) 
 // The same across two Runs and plain goroutines, with contexts that
 // expire at random: run it with -race.
 func TestStressTwoRunsAndGoroutinesDeliverEachSentValueExactlyOnce(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // its tasks share state without locks, as tasks of one loop may
 	for _, capacity := range []int{0, 2} {
 		led := newLedger()
 		c := weft.NewChan[int](capacity)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSemaphoreBoundsConcurrency(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // its tasks share state without locks, as tasks of one loop may
 	running, most := 0, 0
 	run(t, func(wt *weft.Task) {
 		s := weft.NewSemaphore(3)
@@ -42,6 +43,7 @@ func TestSemaphoreBoundsConcurrency(t *testing.T) {
 
 // A large request at the head holds back smaller ones behind it.
 func TestSemaphoreIsStrictlyFIFO(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // its tasks share state without locks, as tasks of one loop may
 	var order []string
 	run(t, func(wt *weft.Task) {
 		s := weft.NewSemaphore(5)

@@ -105,6 +105,9 @@ type loop struct {
 
 	ctx context.Context // values for every task's Context
 
+	atEnd    []func() // run as the loop closes (netconn.go)
+	ioTimers int      // I/O deadline timers in the heap (deadline.go)
+
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
 	inboxMu  sync.Mutex
@@ -345,6 +348,10 @@ func (l *loop) block() {
 				l.fireTimers()
 				return
 			}
+			if l.ioTimers > 0 {
+				l.blockVirtualIO(next) // I/O deadlines pass unless I/O comes first
+				return
+			}
 			timeout = -1 // virtual deadlines pass only when nothing else can happen
 		}
 	}
@@ -428,6 +435,10 @@ func (l *loop) close() {
 	l.closed = true
 	l.inbox = nil
 	l.inboxMu.Unlock()
+	for _, f := range l.atEnd {
+		f()
+	}
+	l.atEnd = nil
 	for _, c := range l.idle {
 		c.Close()
 	}

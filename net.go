@@ -39,8 +39,11 @@ type Listener struct {
 // take the calling task; several tasks may use one Conn, one reading and one
 // writing, say.
 type Conn struct {
-	loop *loop
-	impl connImpl
+	loop    *loop
+	impl    connImpl
+	network string
+	closed  atomic.Bool   // Close has been called
+	dl      connDeadlines // read and write deadlines (deadline.go)
 }
 
 // PacketConn is a datagram socket (UDP or Unix datagram) on the loop.
@@ -123,7 +126,7 @@ func (ln *Listener) Accept(t *Task) (*Conn, error) {
 	for {
 		c, err := ln.impl.accept(t)
 		if err == nil {
-			return &Conn{loop: ln.loop, impl: c}, nil
+			return newConn(ln.loop, c, ln.network), nil
 		}
 		if !isTooManyFiles(err) {
 			return nil, err
@@ -170,18 +173,28 @@ func Dial(t *Task, network, address string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{loop: l, impl: impl}, nil
+	return newConn(l, impl, network), nil
 }
 
 // Read reads up to len(b) bytes into b, suspending until some data is
 // available. It returns io.EOF at the end of the stream. It is a
 // cancellation point: if the task is cancelled while it waits, Read returns
 // the cause (matching context.Canceled), no data is lost (nothing was read)
-// and the connection stays usable.
+// and the connection stays usable. Past the read deadline (SetReadDeadline)
+// it returns an error matching os.ErrDeadlineExceeded, as net.Conn does.
 func (c *Conn) Read(t *Task, b []byte) (int, error) {
 	t.check("Read")
 	sameLoop(t, c.loop, "Conn")
-	return c.impl.read(t, b)
+	if len(b) == 0 {
+		return 0, nil
+	}
+	d := &c.dl.rd
+	if err := d.enter(c.loop, t); err != nil {
+		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	n, err := c.impl.read(t, b)
+	d.exit(c.loop, t)
+	return n, err
 }
 
 // Write writes all of b, suspending while the kernel's buffer is full, and
@@ -190,11 +203,19 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 // SIGPIPE. Write is a cancellation point while it waits: if the task is
 // cancelled, Write returns the count written so far and the cause (matching
 // context.Canceled); the rest of b was not sent, so the stream is cut at
-// that point and should usually be closed.
+// that point and should usually be closed. Past the write deadline
+// (SetWriteDeadline) it returns what was written and an error matching
+// os.ErrDeadlineExceeded.
 func (c *Conn) Write(t *Task, b []byte) (int, error) {
 	t.check("Write")
 	sameLoop(t, c.loop, "Conn")
-	return c.impl.write(t, b)
+	d := &c.dl.wr
+	if err := d.enter(c.loop, t); err != nil {
+		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	n, err := c.impl.write(t, b)
+	d.exit(c.loop, t)
+	return n, err
 }
 
 // ReadWriter returns an io.ReadWriter that reads and writes c on behalf of
@@ -230,7 +251,10 @@ func (c *Conn) CloseWrite() error { return c.impl.closeWrite() }
 // or goroutine, more than once (later calls return an error matching
 // net.ErrClosed). The descriptor is released by the loop at its next
 // scheduling point (at once if the Run has ended).
-func (c *Conn) Close() error { return c.impl.close() }
+func (c *Conn) Close() error {
+	c.closed.Store(true)
+	return c.impl.close()
+}
 
 // LocalAddr returns the local address.
 func (c *Conn) LocalAddr() net.Addr { return c.impl.localAddr() }

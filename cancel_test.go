@@ -292,7 +292,7 @@ func TestTimeoutCancelsFWithADeadlineCause(t *testing.T) {
 		v, err := weft.Timeout(wt, 200*time.Millisecond, func(wt *weft.Task) (string, error) {
 			deadline, hasDeadline = wt.Context().Deadline()
 			inner = wt.Sleep(time.Hour)
-			return "late value", nil
+			return "", inner
 		})
 		if v != "" || err != weft.ErrTimeout {
 			t.Fatalf("Timeout = %q, %v", v, err)

@@ -11,12 +11,16 @@ import (
 // it returns the first in completion order; promises that had settled
 // before All was called count as completed first, in argument order.
 //
-// All suspends while promises are pending and is then a cancellation point:
-// if the task is cancelled, All returns the cause (matching
-// context.Canceled).
+// All suspends while promises are pending. It is a cancellation point: if
+// the task has been cancelled (or its deadline has passed), All returns
+// the cause (matching context.Canceled), whether or not the promises have
+// settled.
 func All[T any](t *Task, ps ...*Promise[T]) ([]T, error) {
 	t.check("All")
 	cores := promiseCores("All", ps)
+	if err := t.cancelPoint(); err != nil {
+		return nil, err
+	}
 	var failed = -1
 	err := t.waitEach(cores, "All", func(i int) bool {
 		if cores[i].phase() == rejected {
@@ -44,9 +48,10 @@ func All[T any](t *Task, ps ...*Promise[T]) ([]T, error) {
 // order. The others are left running: Race does not cancel them (First
 // does).
 //
-// Race suspends while all promises are pending and is then a cancellation
-// point: if the task is cancelled, Race returns the cause (matching
-// context.Canceled). Race of no promises returns an error.
+// Race suspends while all promises are pending. It is a cancellation
+// point: if the task has been cancelled (or its deadline has passed), Race
+// returns the cause (matching context.Canceled). Race of no promises
+// returns an error.
 func Race[T any](t *Task, ps ...*Promise[T]) (T, error) {
 	t.check("Race")
 	var zero T
@@ -54,6 +59,9 @@ func Race[T any](t *Task, ps ...*Promise[T]) (T, error) {
 		return zero, errRaceOfNone
 	}
 	cores := promiseCores("Race", ps)
+	if err := t.cancelPoint(); err != nil {
+		return zero, err
+	}
 	winner := -1
 	if err := t.waitEach(cores, "Race", func(i int) bool { winner = i; return true }); err != nil {
 		return zero, err

@@ -8,22 +8,31 @@ package weft
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 )
 
 type taskContext struct {
-	context.Context
-	cancel context.CancelCauseFunc
+	context.Context // a cancel-cause context: Done, Value and context.Cause come from it
+	cancel          context.CancelCauseFunc
+	deadline        time.Time // reported by Deadline, if hasDeadline
+	hasDeadline     bool
+	expired         atomic.Bool // cancelled by a Timeout's deadline: Err is DeadlineExceeded
 }
 
-// deadlineContext adds a deadline to report (weft enforces it itself, on
-// the loop's clock).
-type deadlineContext struct {
-	context.Context
-	at time.Time
-}
+// Deadline reports the deadline of the Timeout the task runs under.
+func (c *taskContext) Deadline() (time.Time, bool) { return c.deadline, c.hasDeadline }
 
-func (c deadlineContext) Deadline() (time.Time, bool) { return c.at, true }
+// Err is context.DeadlineExceeded after a Timeout's deadline cancelled the
+// task, as for a context.WithDeadline; otherwise the cancel context's.
+func (c *taskContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return err
+}
 
 // errTaskFinished is the cause of a context whose task finished normally.
 var errTaskFinished = &finishedError{}
@@ -38,20 +47,26 @@ func (t *Task) context() context.Context {
 	if x.ctx == nil {
 		ctx, cancel := context.WithCancelCause(context.WithoutCancel(t.loop.ctx))
 		x.ctx = &taskContext{Context: ctx, cancel: cancel}
-		if x.deadline != 0 {
-			at := t.loop.clock.Now().Add(time.Duration(x.deadline - t.loop.clock.Nanotime()))
-			x.ctx.Context = deadlineContext{Context: ctx, at: at}
+		if d := x.dl; d != nil && !d.off {
+			l := t.loop
+			x.ctx.deadline = l.clock.Now().Add(time.Duration(d.when - l.clock.Nanotime()))
+			x.ctx.hasDeadline = true
 		}
-		if x.cancelErr != nil {
-			cancel(x.cancelErr)
+		if t.cancelled {
+			t.cancelContext(t.cause())
 		}
 	}
-	return x.ctx.Context
+	return x.ctx
 }
 
+// cancelContext cancels t's context, if it has one, with the value behind
+// the cancellation (causeValue), so that context.Cause finds it.
 func (t *Task) cancelContext(cause error) {
 	if t.x != nil && t.x.ctx != nil {
-		t.x.ctx.cancel(cause)
+		if errors.Is(cause, context.DeadlineExceeded) {
+			t.x.ctx.expired.Store(true)
+		}
+		t.x.ctx.cancel(causeValue(cause))
 	}
 }
 

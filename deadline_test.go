@@ -259,7 +259,7 @@ func TestNetConnCarriesATLSHandshakeAndData(t *testing.T) {
 		t.Fatal(err)
 	}
 	backends(t, func(t *testing.T, opts ...weft.Option) {
-		before := openFDs(t)
+		before := fdCount(t)
 		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
 			a, b := connPair(t, wt)
 			defer a.Close()
@@ -301,7 +301,7 @@ func TestNetConnCarriesATLSHandshakeAndData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFDs(t, before)
+		waitFDCount(t, before)
 	})
 }
 

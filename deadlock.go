@@ -8,7 +8,7 @@ import "slices"
 // each one with it, so that they unwind.
 func (l *loop) onDeadlock() {
 	var blocked []*Task
-	l.walk(&l.root, func(t *Task) {
+	l.walkTasks(func(t *Task) {
 		if t.state == stateWaiting {
 			blocked = append(blocked, t)
 		}

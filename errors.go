@@ -95,6 +95,14 @@ func (l *loop) isDeadlockErr(err error) bool {
 
 func funcPC(f any) uintptr { return reflect.ValueOf(f).Pointer() }
 
+// funcNameOf names the function at pc, for reports.
+func funcNameOf(pc uintptr) string {
+	if f := runtime.FuncForPC(pc); f != nil {
+		return f.Name()
+	}
+	return "?"
+}
+
 // pcSite renders a call-site PC (a return address) as file:line.
 func pcSite(pc uintptr) string {
 	if pc == 0 {

@@ -9,9 +9,9 @@ import (
 
 type x509UnknownAuthority = x509.UnknownAuthorityError
 
-// openFDs counts the process's open descriptors (-1 where /proc/self/fd
+// fdCount counts the process's open descriptors (-1 where /proc/self/fd
 // does not exist).
-func openFDs(t *testing.T) int {
+func fdCount(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -20,17 +20,17 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// waitFDs fails unless the count of open descriptors comes back to before
+// waitFDCount fails unless the count of open descriptors comes back to before
 // within a few seconds (the portable backend's descriptors are closed by
 // the Go runtime's poller, a little after Close).
-func waitFDs(t *testing.T, before int) {
+func waitFDCount(t *testing.T, before int) {
 	t.Helper()
 	if before < 0 {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n := openFDs(t)
+		n := fdCount(t)
 		if n <= before {
 			return
 		}

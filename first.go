@@ -17,26 +17,28 @@ type timeoutError struct{}
 func (timeoutError) Error() string        { return "weft: timeout" }
 func (timeoutError) Timeout() bool        { return true }
 func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
-func (deadlineError) Error() string       { return "weft: deadline exceeded: cancelled by Timeout" }
-func (deadlineError) Timeout() bool       { return true }
+
+// deadlineError is the cause a Timeout cancels its function with: it
+// matches both context.Canceled (it is a cancellation) and
+// context.DeadlineExceeded (that is why). Each Timeout's is its own value,
+// so that a Timeout can tell its own deadline's cancellation from another.
+type deadlineError struct{ d *deadline }
+
+func (deadlineError) Error() string { return "weft: deadline exceeded: cancelled by Timeout" }
+func (deadlineError) Timeout() bool { return true }
 func (deadlineError) Is(target error) bool {
 	return target == context.DeadlineExceeded || target == context.Canceled
 }
+
+// firstLostError is the cause First cancels the losers with.
+type firstLostError struct{}
+
 func (firstLostError) Error() string {
 	return "weft: cancelled: another function of First finished first"
 }
 func (firstLostError) Is(target error) bool { return target == context.Canceled }
 
-// deadlineError is the cause a Timeout cancels its function with: it
-// matches both context.Canceled (it is a cancellation) and
-// context.DeadlineExceeded (that is why).
-type deadlineError struct{}
-
-// firstLostError is the cause First cancels the losers with.
-type firstLostError struct{}
-
 var (
-	errDeadline  error = deadlineError{}
 	errFirstLost error = firstLostError{}
 	errNoFuncs         = errors.New("weft: First of no functions would never finish")
 )
@@ -75,14 +77,17 @@ func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {
 		p := spawn(t, f, pc)
 		ps = append(ps, p)
 		cores = append(cores, &p.p)
-		if p.p.settled() {
-			break
+		if anySettled(cores) {
+			break // one finished while the others ran: start no more
 		}
 	}
 	winner := -1
 	err := t.waitEach(cores, "First", func(i int) bool { winner = i; return true })
 	for i, p := range ps {
-		if i != winner {
+		switch {
+		case err != nil:
+			t.loop.cancel(p.p.task, err)
+		case i != winner:
 			t.loop.cancel(p.p.task, errFirstLost)
 		}
 	}
@@ -95,16 +100,29 @@ func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {
 	return ps[winner].result()
 }
 
-// Timeout runs f as a child task with a deadline d from now, on the loop's
-// clock. If f finishes first, Timeout returns its result. Otherwise f is
-// cancelled: its suspension points return an error that matches both
-// context.Canceled and context.DeadlineExceeded. Timeout waits for f to
-// finish and returns ErrTimeout, whatever f returned while unwinding. The
-// child's Context reports the deadline, and tasks f starts inherit it.
+// Timeout runs f as a child task with a deadline d from now, on the
+// loop's clock, and returns f's result, with one exception: if the
+// deadline passed and f's error is the deadline's cancellation (f let the
+// cancellation propagate, as Trio's fail_after requires), Timeout returns
+// ErrTimeout. If f finished otherwise, with a value or another error,
+// even after the deadline (it caught the cancellation, or a read completed
+// just as the deadline passed), its result is returned as it is: nothing f
+// produced is thrown away.
+//
+// Which tasks the deadline reaches: when it passes, f's task and every
+// task it started (at any depth, except inside a Protect) are cancelled:
+// their suspension points return an error that matches both
+// context.Canceled and context.DeadlineExceeded. It is seen at each task's
+// next suspension point even if the loop has not looked at its timers
+// (tasks that only Yield to each other, await settled promises or call
+// Checkpoint see it there). Tasks f starts inherit the deadline, and their
+// Contexts report it; Context().Err() of a task it cancelled is
+// context.DeadlineExceeded. Timeout waits for f to finish before it
+// returns; a task f started with Go and that outlives f no longer runs
+// under the deadline.
 //
 // A d <= 0 deadline has already passed: f still runs until it first
-// suspends (a child runs first), and if it has not finished by then, it is
-// cancelled.
+// reaches a suspension point (a child runs first), where it is cancelled.
 //
 // Timeout suspends and is a cancellation point: if the calling task is
 // cancelled, f is cancelled too, and Timeout returns the cause once f has
@@ -119,20 +137,16 @@ func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (T, er
 	}
 	var zero T
 	l := t.loop
-	deadline := l.deadline(int64(max(d, 0)))
-	expired := false
+	d = max(d, 0)
+	dl := &deadline{when: l.deadline(int64(d))}
+	dl.timer = l.addTimer(int64(d), func() { l.expire(dl) })
 	var child *Task
-	timer := l.addTimer(max(int64(d), 0), func() {
-		if child.state != stateDone {
-			expired = true
-			l.cancel(child, errDeadline)
-		}
-	})
-	p := spawnWith(t, f, pc, func(c *Task) {
+	p := spawnIn(t, t.innermost(), f, pc, func(c *Task) {
 		child = c
-		x := c.extra()
-		if x.deadline == 0 || deadline < x.deadline {
-			x.deadline = deadline
+		dl.scope = &c.root
+		c.root.state().dl = dl
+		if x := c.extra(); x.dl == nil || dl.when < x.dl.when {
+			x.dl = dl
 		}
 	})
 	cores := []*promise{&p.p}
@@ -143,40 +157,32 @@ func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (T, er
 	if jerr := t.join(cores, "Timeout"); jerr != nil && err == nil {
 		err = jerr
 	}
-	l.timers.remove(timer)
-	switch {
-	case err != nil:
+	dl.off = true
+	l.timers.remove(dl.timer)
+	if err != nil {
 		return zero, err
-	case expired:
+	}
+	v, ferr := p.result()
+	if dl.fired && ferr != nil && errors.Is(ferr, deadlineError{dl}) {
 		return zero, ErrTimeout
 	}
-	return p.result()
+	return v, ferr
 }
 
 // join waits, with cancellation held back, until every promise in ps has
 // settled: the end of a First or Timeout, whose children must not outlive
 // it. It returns an error only if the loop is unwinding (deadlock, Goexit).
 func (t *Task) join(ps []*promise, op string) error {
-	x := t.extra()
-	x.protect++
-	defer func() { x.protect-- }()
+	release := t.holdCancel()
+	defer release()
 	return t.waitEach(ps, op, func(int) bool { return false })
 }
 
-// spawn starts f as a child of t, Go's way (the child runs first).
-func spawn[T any](t *Task, f func(t *Task) (T, error), pc uintptr) *Promise[T] {
-	return spawnWith(t, f, pc, nil)
-}
-
-// spawnWith is spawn with a hook that adjusts the child before it runs.
-func spawnWith[T any](t *Task, f func(t *Task) (T, error), pc uintptr, setup func(*Task)) *Promise[T] {
-	l := t.loop
-	c := newTask(l, t, f, pc)
-	if setup != nil {
-		setup(&c.task)
+func anySettled(ps []*promise) bool {
+	for _, p := range ps {
+		if p.settled() {
+			return true
+		}
 	}
-	l.ready(&c.task)
-	l.ready(t)
-	l.suspend(t)
-	return &c.promise
+	return false
 }

@@ -1,73 +1,79 @@
 package weft
 
 // Groups: structured concurrency. A Group owns the tasks started with its
-// Go; it does not return until all of them have finished, and the first
-// failure cancels the rest. The group's children are children of the task
-// that called Group, so cancelling that task cancels them too; the body
-// runs in the calling task, inside a cancel scope (see cancel.go) that the
-// group cancels on failure.
+// Go, GoIn, GoDaemon and Start; it does not return until all of them have
+// finished, and the first failure cancels the rest (unless a handler takes
+// the failures: Handle). The body runs in the calling task, in a scope of
+// its own (cancel.go): the group's tasks start in that scope, whoever
+// starts them, so cancelling the group's scope reaches them and the body,
+// and cancelling the calling task reaches all of it.
 
 import (
 	"context"
 	"errors"
-	"fmt"
-
-	"github.com/weft-go/weft/internal/coro"
+	"sync/atomic"
 )
 
 // TaskGroup is the handle a Group body uses to start the group's tasks.
+//
+// Which tasks a cancellation reaches: cancelling the task that called
+// Group (or anything above it) cancels the body and every task of the
+// group; the group's own cancellation (a failure, Cancel) cancels the body
+// and every task of the group, and nothing outside it. A task started
+// inside a Protect (by the body or by a group task) is shielded like
+// everything else started there, the group's own cancellation included,
+// until that Protect returns.
 type TaskGroup struct {
 	owner   *Task
-	scope   *cancelScope
-	running int                // children started and not finished
-	idle    *Promise[struct{}] // settled when running drops to 0 during the join
-	settle  func(struct{}, error) bool
-	errs    []error // failures (not cancellations), first one first
-	done    bool    // Group has returned
+	scope   scope // the body's scope; the group's tasks start in it
+	running int   // tasks started and not finished, daemons excepted
+	daemons []*Task
+	limit   int                       // SetLimit; 0: none
+	counted int                       // tasks counted against the limit: started, not finished
+	slots   queue[*Promise[struct{}]] // Go calls waiting for a slot, FIFO
+	joining bool                      // Group is waiting for its tasks
+	idle    *Promise[struct{}]        // settled when a task ends during the join
+	errs    []error                   // failures (not cancellations), first one first
+	handler func(error)
+	done    atomic.Bool // Group has returned
 }
 
-// errGroupFailed is the cause a group cancels its children and body with
-// after a failure.
-type groupCancelError struct{ first error }
-
-func (e groupCancelError) Error() string {
-	return fmt.Sprintf("weft: cancelled: another task of the group failed: %v", e.first)
-}
-func (groupCancelError) Is(target error) bool { return target == context.Canceled }
-
-// Group runs body and every task body starts with g.Go, and returns only
-// after all of them have finished: no task outlives the group. This is
-// Trio's nursery, asyncio's TaskGroup, Eio's Switch (known elsewhere as a
-// scope or a bundle).
+// Group runs body and every task body starts with the group's methods, and
+// returns only after all of them have finished: no task outlives the
+// group. This is Trio's nursery, asyncio's TaskGroup, Eio's Switch (known
+// elsewhere as a scope or a bundle).
 //
 // The first failure, an error or a panic from the body or any of the
 // group's tasks, cancels the group: every task still running is cancelled,
 // and so is the body, whose suspension points return an error matching
-// context.Canceled until Group returns. Group then returns that first
-// failure, joined with any other failures that were not cancellations.
-// A panic in a group task arrives as a *PanicError; a panic in the body
-// itself propagates, after the group's tasks have been cancelled and have
-// finished.
+// context.Canceled and the failure (errors.Is) until Group returns. Group
+// then returns that first failure, joined with any other failures that
+// were not cancellations. With Handle, failures of the group's tasks go to
+// the handler instead. A panic in a group task arrives as a *PanicError; a
+// panic in the body itself propagates, after the group's tasks have been
+// cancelled and have finished.
 //
 // Group suspends and is a cancellation point: if the calling task is
 // cancelled, every task of the group is cancelled with it, and Group
 // returns the cause once they have finished (unless a failure came first).
+// Cancel cancels the group without failing it: Group then returns nil,
+// unless something failed.
 func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 	t.check("Group")
 	if body == nil {
 		panic("weft: Group called with a nil body")
 	}
-	x := t.extra()
-	g := &TaskGroup{owner: t, scope: &cancelScope{parent: x.scope}}
-	x.scope = g.scope
+	g := &TaskGroup{owner: t}
+	t.pushScope(&g.scope)
 	defer func() {
 		r := recover()
 		if r != nil {
 			g.fail(newPanicError(r))
 		}
-		err = g.finish(t)
-		x.scope = g.scope.parent
-		t.cancelled = t.cause() != nil
+		g.join(t)
+		t.popScope(&g.scope)
+		g.done.Store(true)
+		err = g.result(t)
 		if r != nil {
 			panic(r)
 		}
@@ -78,35 +84,43 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 	return nil
 }
 
-// finish waits for the group's tasks, with cancellation held back (they
-// are cancelled with the caller anyway), and works out Group's error.
-func (g *TaskGroup) finish(t *Task) error {
-	x := t.x
-	x.protect++
-	for g.running > 0 {
-		g.idle, g.settle = NewPromise[struct{}]()
+// join waits, with cancellation held back, for the group's tasks: first
+// the others, then the daemons, which it cancels once the rest is done.
+func (g *TaskGroup) join(t *Task) {
+	release := t.holdCancel()
+	defer release()
+	g.joining = true
+	for daemonsCancelled := false; ; {
+		if g.running == 0 && !daemonsCancelled {
+			daemonsCancelled = true
+			for _, d := range g.daemons {
+				t.loop.cancel(d, errDaemonStopped)
+			}
+		}
+		if g.running == 0 && len(g.daemons) == 0 {
+			return
+		}
+		g.idle = &Promise[struct{}]{}
 		if err := t.awaitOne(&g.idle.p); err != nil {
 			// The loop is unwinding (deadlock, Goexit): stop waiting.
 			g.errs = append(g.errs, err)
-			break
+			return
 		}
 	}
-	x.protect--
-	g.done = true
+}
+
+// result is Group's error once everything has finished.
+func (g *TaskGroup) result(t *Task) error {
 	switch {
 	case len(g.errs) == 1:
 		return g.errs[0]
 	case len(g.errs) > 1:
 		return errors.Join(g.errs...)
-	case x.cancelErr != nil:
-		return x.cancelErr
 	}
-	// A cancellation of an enclosing group's scope is the enclosing body's
-	// business; report it here too so the body stops.
-	for s := g.scope.parent; s != nil; s = s.parent {
-		if s.cause != nil {
-			return s.cause
-		}
+	// A cancellation from outside the group is the caller's business:
+	// report it so that the caller's code stops.
+	if t.cancelled {
+		return t.cause()
 	}
 	return nil
 }
@@ -115,18 +129,41 @@ func (g *TaskGroup) finish(t *Task) error {
 func (g *TaskGroup) fail(err error) {
 	g.errs = append(g.errs, err)
 	if len(g.errs) == 1 {
-		g.owner.loop.cancelScope(g.owner, g.scope, groupCancelError{first: err})
+		g.owner.loop.cancelScope(&g.scope, groupCancelError{first: err})
 	}
 }
+
+// errDaemonStopped is the cause daemons are cancelled with when the rest
+// of their group has finished.
+var errDaemonStopped error = daemonStopError{}
+
+type daemonStopError struct{}
+
+func (daemonStopError) Error() string {
+	return "weft: cancelled: the group's other tasks have finished (daemon stopped)"
+}
+func (daemonStopError) Is(target error) bool { return target == context.Canceled }
+
+type groupTaskKind uint8
+
+const (
+	groupTask groupTaskKind = iota
+	groupDaemon
+)
 
 // Go starts f as a task of the group. Like weft.Go it runs the new task
 // first: the task calling Go (the body, or another task of the group)
 // continues when the new one suspends. f's error, or a panic, is a failure
-// of the group (see Group); a cancellation is not.
+// of the group (see Group and Handle); a cancellation is not. Under a
+// limit (SetLimit), Go first suspends the calling task until fewer than
+// the limit of the group's tasks are running; that wait holds cancellation
+// back (Go is not a cancellation point), since every task it waits for
+// finishes in any case.
 //
 // Go must be called from a task of the loop the group belongs to, while
 // Group has not returned; otherwise it panics with a "weft:" message. A
-// task started while the group is cancelled starts cancelled.
+// task started while the group is cancelled starts cancelled; one started
+// inside a Protect is shielded (see TaskGroup).
 //
 //go:noinline
 func (g *TaskGroup) Go(f func(t *Task) error) {
@@ -134,49 +171,265 @@ func (g *TaskGroup) Go(f func(t *Task) error) {
 	if f == nil {
 		panic("weft: TaskGroup.Go called with a nil function")
 	}
-	if g.done {
-		panic("weft: TaskGroup.Go called after its Group returned")
+	startIn(g, "TaskGroup.Go", pc, groupTask, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+}
+
+// GoIn starts f as a task of g, as g.Go does, and returns the promise of
+// its result. f's failure counts for the group too: it cancels the group,
+// or goes to the handler (Handle), and Run does not report it again.
+//
+//go:noinline
+func GoIn[T any](g *TaskGroup, f func(t *Task) (T, error)) *Promise[T] {
+	pc := callerPC()
+	if g == nil {
+		panic("weft: GoIn called with a nil *TaskGroup")
+	}
+	if f == nil {
+		panic("weft: GoIn called with a nil function")
+	}
+	return startIn(g, "GoIn", pc, groupTask, f)
+}
+
+// GoDaemon starts f as a daemon of the group (Eio's fork_daemon): a task
+// that does not keep the group open. Once the body and every other task of
+// the group have finished, the daemons still running are cancelled (their
+// suspension points return an error matching context.Canceled) and
+// awaited. A daemon's failure counts like any other's. Daemons do not
+// count against SetLimit's limit. Otherwise as Go.
+//
+//go:noinline
+func (g *TaskGroup) GoDaemon(f func(t *Task) error) {
+	pc := callerPC()
+	if f == nil {
+		panic("weft: TaskGroup.GoDaemon called with a nil function")
+	}
+	startIn(g, "TaskGroup.GoDaemon", pc, groupDaemon, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+}
+
+// errNotReady is what Start returns when its function finished without
+// calling ready.
+var errNotReady = errors.New("weft: TaskGroup.Start: the function returned without calling ready")
+
+// Start starts f as a task of the group and suspends the calling task
+// until f calls ready (Trio's nursery.start): the classic use starts a
+// server task and continues once it is listening. Start returns nil once f
+// has called ready; f then runs on as a task of the group, and its later
+// failure counts for the group like any other. If f returns before calling
+// ready, Start returns f's error (a *PanicError if it panicked), or an
+// error saying it finished without calling ready; that failure goes to
+// Start's caller only and does not otherwise count for the group.
+//
+// ready may be called once, from f's task or any goroutine; a second call
+// panics with "weft:". Start is a cancellation point while it waits: if
+// the calling task is cancelled, Start returns the cause and f runs on in
+// the group (a later failure before ready then counts for the group).
+//
+//go:noinline
+func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
+	pc := callerPC()
+	if f == nil {
+		panic("weft: TaskGroup.Start called with a nil function")
+	}
+	cur := g.caller("TaskGroup.Start")
+	started, settle := NewPromise[struct{}]()
+	var called atomic.Bool
+	waiting := true // loop-owned: Start's caller still waits for the answer
+	ready := func() {
+		if !called.CompareAndSwap(false, true) {
+			panic("weft: TaskGroup.Start: ready called twice")
+		}
+		settle(struct{}{}, nil)
+	}
+	startIn(g, "TaskGroup.Start", pc, groupTask, func(t *Task) (v struct{}, err error) {
+		defer func() {
+			if called.Load() || !waiting {
+				return
+			}
+			// Finished before ready: the caller of Start gets the failure.
+			if r := recover(); r != nil {
+				err = newPanicError(r)
+			}
+			if err == nil {
+				err = errNotReady
+			}
+			settle(struct{}{}, err)
+			err = nil
+		}()
+		return struct{}{}, f(t, ready)
+	})
+	_, err := started.Await(cur)
+	if err != nil && !called.Load() && isCancellation(err) && !started.Settled() {
+		waiting = false // the caller gave up: failures now count for the group
+	}
+	return err
+}
+
+// Cancel cancels the group: every task of the group and the body (their
+// suspension points return an error matching context.Canceled). It is not
+// a failure: Group waits for them and returns nil, or the failures that
+// were not cancellations. Any task or goroutine may call it, any number of
+// times; after Group returned it does nothing.
+func (g *TaskGroup) Cancel() {
+	if g.done.Load() {
+		return
 	}
 	l := g.owner.loop
-	cur := l.current
-	if cur == nil || (coro.HaveGetg && (cur.co == nil || cur.co.G() != coro.Getg())) {
-		panic("weft: TaskGroup.Go called outside the tasks of its loop")
-	}
-	g.running++
-	wrapped := func(t *Task) (struct{}, error) {
-		err := g.run(t, f)
-		return struct{}{}, err
-	}
-	spawnWith(cur, wrapped, pc, func(c *Task) {
-		// A child of the owner, whoever started it, so that cancelling the
-		// owner cancels it.
-		if c.parent != g.owner {
-			c.unlink()
-			c.link(g.owner)
+	cancel := func() {
+		if !g.done.Load() {
+			l.cancelScope(&g.scope, context.Canceled)
 		}
-		if g.scope.cause != nil || g.owner.cancelled {
-			c.extra().cancelErr = g.owner.cause()
-			c.cancelled = true
+	}
+	if cur := currentTask(); cur != nil && cur.loop == l {
+		cancel()
+		return
+	}
+	l.post(cancel)
+}
+
+// SetLimit limits the group to n tasks running at once (started with Go,
+// GoIn or Start and not finished; daemons are not counted): beyond it, Go
+// suspends the task that called it until one finishes, so a producer
+// cannot outrun its workers (errgroup's SetLimit). n <= 0 removes the
+// limit. The limit may change while tasks run: a higher one lets waiting
+// calls through at once; a lower one stops nothing that runs and holds
+// back new calls until the count is below it. Call it from a task of the
+// group's loop.
+func (g *TaskGroup) SetLimit(n int) {
+	g.caller("TaskGroup.SetLimit")
+	g.limit = max(n, 0)
+	g.grantSlots()
+}
+
+// Handle makes h the group's failure handler: from then on, the failure of
+// a group task (its error, or a *PanicError) is passed to h, on the loop,
+// after the failing task has finished, and does not cancel the group, nor
+// appear in Group's or Run's error: it was handled. h may call g.Cancel. A
+// failure of the body itself still ends the group; so does a panic in h
+// (it is a failure of the body). Handle(nil) restores the default. Call it
+// from a task of the group's loop.
+//
+// A server puts each connection in such a group, so that one client's
+// failure (a reset, a bad request) cannot stop it.
+func (g *TaskGroup) Handle(h func(err error)) {
+	g.caller("TaskGroup.Handle")
+	g.handler = h
+}
+
+// caller returns the calling task, checking first that it is a task of the
+// group's loop and that the group is still open: a misuse panics.
+func (g *TaskGroup) caller(op string) *Task {
+	cur := currentTask()
+	if cur == nil || cur.loop != g.owner.loop {
+		panic("weft: " + op + " called outside the tasks of its group's loop")
+	}
+	if g.done.Load() {
+		panic("weft: " + op + " called after its Group returned")
+	}
+	return cur
+}
+
+// startIn starts f as a task of g on behalf of the calling task.
+func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f func(t *Task) (T, error)) *Promise[T] {
+	cur := g.caller(op)
+	if kind == groupTask {
+		if g.limit > 0 && (g.counted >= g.limit || g.slots.len() > 0) {
+			g.waitSlot(cur) // returns with a slot reserved
+		} else {
+			g.counted++
 		}
-		g.scope.tasks = append(g.scope.tasks, c)
+		g.running++
+	}
+	wrapped := func(t *Task) (v T, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = newPanicError(r)
+			}
+			g.taskDone(t, kind, err)
+		}()
+		return f(t)
+	}
+	return spawnIn(cur, g.startScope(cur), wrapped, pc, func(c *Task) {
+		if kind == groupDaemon {
+			g.daemons = append(g.daemons, c)
+		}
 	})
 }
 
-// run runs f as a group task and reports its end to the group.
-func (g *TaskGroup) run(t *Task, f func(t *Task) error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = newPanicError(r)
+// startScope is the scope a group task started by cur begins in: the
+// group's, unless cur's code is inside a Protect opened within the group
+// (or anywhere, for a task outside it), whose shield then covers the new
+// task too.
+func (g *TaskGroup) startScope(cur *Task) *scope {
+	for s := cur.innermost(); s != nil; s = s.parent {
+		if s == &g.scope {
+			return s
 		}
+		if s.shielded() {
+			return s
+		}
+	}
+	return &g.scope
+}
+
+// taskDone reports the end of a group task to the group: it runs in the
+// task's own code, as its last act.
+func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
+	if kind == groupTask {
 		g.running--
-		if err != nil && !isCancellation(err) {
+		g.counted--
+		g.grantSlots()
+	} else {
+		for i, d := range g.daemons {
+			if d == t {
+				g.daemons = append(g.daemons[:i], g.daemons[i+1:]...)
+				break
+			}
+		}
+	}
+	// The group reports the failure (or its handler takes it); Run need not.
+	t.job.promiseCore().markHandled()
+	if err != nil && !isCancellation(err) {
+		if h := g.handler; h != nil {
+			t.atExit(func() { g.handle(h, err) })
+		} else {
 			g.fail(err)
 		}
-		if g.running == 0 && g.settle != nil {
-			g.settle(struct{}{}, nil)
+	}
+	if g.joining && g.idle != nil {
+		g.idle.settle(struct{}{}, nil, t.loop)
+	}
+}
+
+// handle passes a failure to the handler; a panic in it fails the group.
+func (g *TaskGroup) handle(h func(error), err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.fail(newPanicError(r))
 		}
-		// The group reports the failure; Run need not.
-		t.job.promiseCore().markHandled()
 	}()
-	return f(t)
+	h(err)
+}
+
+// waitSlot suspends cur until the group grants it a slot under its limit
+// (grantSlots reserves it: counted already includes it).
+func (g *TaskGroup) waitSlot(cur *Task) {
+	release := cur.holdCancel()
+	defer release()
+	p := &Promise[struct{}]{}
+	g.slots.push(p)
+	if err := cur.awaitOne(&p.p); err != nil {
+		// The loop is unwinding (deadlock, Goexit): start the task and let
+		// it fail; the slot it takes is its own.
+		g.counted++
+	}
+}
+
+// grantSlots lets through as many Go calls waiting for a slot as the
+// limit now allows, first come first served, reserving their slots.
+func (g *TaskGroup) grantSlots() {
+	for g.slots.len() > 0 && (g.limit == 0 || g.counted < g.limit) {
+		p, _ := g.slots.pop()
+		g.counted++
+		p.settle(struct{}{}, nil, g.owner.loop)
+	}
 }

@@ -42,8 +42,10 @@ package weft
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/weft-go/weft/internal/clock"
 	"github.com/weft-go/weft/internal/coro"
@@ -79,10 +81,14 @@ type loop struct {
 	// declaring a deadlock.
 	external int
 
-	pool     *offloadPool // off-loop workers for Offload
-	idle     []*coro.Coro // finished coroutines kept for reuse
-	failures []*Task      // tasks that failed, in the order they finished
-	ids      uint32       // last task id given out
+	layers     map[any]any      // the layers' per-Run state (layerState), by key
+	layerClose []func()         // ... closed when the loop ends, in order
+	layerOpts  map[any]any      // the layers' settings (layerOption), by key
+	idle       []*coro.Coro     // finished coroutines kept for reuse
+	failures   []*failureRecord // the first unobserved failures, in the order they happened
+	report     *failureReport   // shared with the failure records (unobserved.go)
+	logger     *slog.Logger     // nil: reports are off
+	ids        uint32           // last task id given out
 
 	// Scheduling (sched.go).
 	interval   int64 // the switch interval, ns
@@ -103,7 +109,8 @@ type loop struct {
 	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
 	aborted  bool           // Run is unwinding after a Goexit in a task
 
-	ctx context.Context // values for every task's Context
+	ctx    context.Context // values for every task's Context
+	labels unsafe.Pointer  // the profiler labels of Run's goroutine; every task starts with them (labels.go)
 
 	atEnd    []func() // run as the loop closes (netconn.go)
 	ioTimers int      // I/O deadline timers in the heap (deadline.go)
@@ -111,9 +118,10 @@ type loop struct {
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
 	inboxMu  sync.Mutex
-	inbox    []func() // guarded by inboxMu
-	spare    []func() // loop-owned: the previous inbox slice, for reuse
-	closed   bool     // guarded by inboxMu: no more posts are accepted
+	inbox    []func()            // guarded by inboxMu
+	releases []func(onLoop bool) // guarded by inboxMu: descriptors to release (postRelease)
+	spare    []func()            // loop-owned: the previous inbox slice, for reuse
+	closed   bool                // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
 	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
 	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
@@ -124,7 +132,7 @@ func newLoop(o options) (*loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx}
+	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx, labels: getProfLabel()}
 	if l.ctx == nil {
 		l.ctx = context.Background()
 	}
@@ -134,16 +142,18 @@ func newLoop(o options) (*loop, error) {
 	}
 	l.root.loop = l
 	l.root.state = stateRunning
+	l.root.root.task = &l.root
+	l.logger = slog.Default()
+	if o.loggerSet {
+		l.logger = o.logger
+	}
+	l.report = &failureReport{logger: l.logger}
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)
 	}
-	workers := o.offloadWorkers
-	if workers < 1 {
-		workers = defaultOffloadWorkers()
-	}
-	l.pool = newOffloadPool(workers, !o.noLoopPriority)
+	l.layerOpts = o.layer
 	return l, nil
 }
 
@@ -169,10 +179,34 @@ func (l *loop) post(fn func()) bool {
 	return true
 }
 
+// postRelease is post for the release of a descriptor that was closed
+// (Close of a Conn, Listener or File): it must happen even if the loop
+// ends first, so the loop runs what is still queued when it closes, and if
+// the loop has already ended, postRelease runs fn itself, with onLoop
+// false: fn must then touch no loop state. Nothing a user closed stays
+// open.
+func (l *loop) postRelease(fn func(onLoop bool)) {
+	l.inboxMu.Lock()
+	if l.closed {
+		l.inboxMu.Unlock()
+		fn(false)
+		return
+	}
+	l.releases = append(l.releases, fn)
+	l.inboxLen.Add(1)
+	l.inboxMu.Unlock()
+	l.preempt.Store(1)
+	if l.sleeping.Load() {
+		l.poller.Wake()
+	}
+}
+
 func (l *loop) drainInbox() {
 	l.inboxMu.Lock()
 	batch := l.inbox
 	l.inbox = l.spare[:0]
+	releases := l.releases
+	l.releases = nil
 	l.inboxLen.Store(0)
 	l.inboxMu.Unlock()
 	for i, fn := range batch {
@@ -180,6 +214,9 @@ func (l *loop) drainInbox() {
 		fn()
 	}
 	l.spare = batch[:0]
+	for _, fn := range releases {
+		fn(true)
+	}
 }
 
 // ready makes t runnable at the back of the (interactive) run queue. A
@@ -327,7 +364,7 @@ func (l *loop) run() {
 		if l.inboxLen.Load() != 0 {
 			continue
 		}
-		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 {
+		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAlive() {
 			l.onDeadlock()
 			continue
 		}
@@ -420,6 +457,8 @@ func (l *loop) interrupt(t *Task, err error) {
 		l.timers.remove(&t.x.timer)
 	case waitFD:
 		l.fds.remove(l, t)
+	case waitPark:
+		t.x.park.withdraw(t.x.parkW)
 	case waitExternal:
 		// The off-loop work runs on; its completion finds the generation
 		// changed and is dropped (Run still waits for it).
@@ -434,7 +473,14 @@ func (l *loop) close() {
 	l.inboxMu.Lock()
 	l.closed = true
 	l.inbox = nil
+	releases := l.releases
+	l.releases = nil
 	l.inboxMu.Unlock()
+	// Closes that arrived after the last drain (from a task unwinding on
+	// the Goexit path, or from another goroutine just now).
+	for _, fn := range releases {
+		fn(true)
+	}
 	for _, f := range l.atEnd {
 		f()
 	}
@@ -443,6 +489,8 @@ func (l *loop) close() {
 		c.Close()
 	}
 	l.idle = nil
-	l.pool.close()
+	for _, fn := range l.layerClose {
+		fn()
+	}
 	l.poller.Close()
 }

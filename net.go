@@ -18,7 +18,6 @@ package weft
 import (
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
@@ -136,8 +135,8 @@ func (ln *Listener) Accept(t *Task) (*Conn, error) {
 		} else {
 			delay = min(2*delay, time.Second)
 		}
-		if ln.emfile.CompareAndSwap(false, true) {
-			slog.Warn("weft: accept: out of file descriptors; retrying with back-off",
+		if ln.emfile.CompareAndSwap(false, true) && ln.loop.logger != nil {
+			ln.loop.logger.Warn("weft: accept: out of file descriptors; retrying with back-off",
 				"addr", ln.impl.addr().String(), "err", err)
 		}
 		if err := t.Sleep(delay); err != nil {

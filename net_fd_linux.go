@@ -170,12 +170,12 @@ func (fd *netFD) close() error {
 		unix.Shutdown(fd.fd, unix.SHUT_RDWR)
 	}
 	l := fd.loop
-	if !l.post(func() {
-		l.fds.unwatch(l, fd.fd)
+	l.postRelease(func(onLoop bool) {
+		if onLoop {
+			l.fds.unwatch(l, fd.fd)
+		}
 		fd.release()
-	}) {
-		fd.release() // the loop has ended: nothing to unregister
-	}
+	})
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -33,7 +34,7 @@ func (t *Task) blockingCall(call, interrupt, reset func()) error {
 	if l.aborted {
 		return errAborted
 	}
-	op := &extOp{t: t}
+	op := &extOp{t: t, fin: make(chan struct{})}
 	l.startExternal(op, goStart, call)
 	err := t.waitExternal(op)
 	if err != nil {
@@ -55,7 +56,9 @@ func (t *Task) deadlineCall(call func(), setDeadline func(time.Time) error) erro
 type portableListener struct {
 	ln      net.Listener
 	network string
-	pending net.Conn // accepted by a call that was cancelled: the next Accept gets it
+	mu      sync.Mutex
+	pending net.Conn // guarded by mu: accepted by a call that was cancelled; the next Accept gets it
+	closed  bool     // guarded by mu
 }
 
 type deadliner interface{ SetDeadline(time.Time) error }
@@ -75,14 +78,28 @@ func listenPortable(t *Task, network, address string) (listenerImpl, error) {
 }
 
 func (pl *portableListener) addr() net.Addr { return pl.ln.Addr() }
-func (pl *portableListener) close() error   { return pl.ln.Close() }
+
+// close closes the listener and a connection accepted by a cancelled
+// Accept that nobody took.
+func (pl *portableListener) close() error {
+	pl.mu.Lock()
+	pl.closed = true
+	if pl.pending != nil {
+		pl.pending.Close()
+		pl.pending = nil
+	}
+	pl.mu.Unlock()
+	return pl.ln.Close()
+}
 
 func (pl *portableListener) accept(t *Task) (connImpl, error) {
-	if c := pl.pending; c != nil {
-		pl.pending = nil
+	pl.mu.Lock()
+	c := pl.pending
+	pl.pending = nil
+	pl.mu.Unlock()
+	if c != nil {
 		return &portableConn{c: c, network: pl.network}, nil
 	}
-	var c net.Conn
 	var err error
 	setDeadline := func(time.Time) error { return nil }
 	if d, ok := pl.ln.(deadliner); ok {
@@ -90,7 +107,17 @@ func (pl *portableListener) accept(t *Task) (connImpl, error) {
 	}
 	werr := t.deadlineCall(func() { c, err = pl.ln.Accept() }, setDeadline)
 	if werr != nil {
-		pl.pending = c // accepted just as we gave up: keep it for the next call
+		if c != nil {
+			// Accepted just as we gave up: keep it for the next call, or
+			// close it if the listener is closed (nobody will call).
+			pl.mu.Lock()
+			if pl.closed {
+				c.Close()
+			} else {
+				pl.pending = c
+			}
+			pl.mu.Unlock()
+		}
 		return nil, opError("accept", pl.network, pl.ln.Addr(), nil, werr)
 	}
 	if err != nil {

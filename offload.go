@@ -158,59 +158,7 @@ func releaseProcs(n int) {
 // thread priorities itself; offloaded CPU work that fills every core can
 // then delay a loop by up to the runtime's 10 ms preemption.
 func WithLoopPriority(on bool) Option {
-	return func(o *options) { o.noLoopPriority = !on }
-}
-
-// extOp is one piece of off-loop work a task waits for.
-type extOp struct {
-	t    *Task
-	gen  uint32 // the wait generation the task waits with
-	done bool   // loop-owned: fn has returned
-}
-
-// startExternal runs fn off the loop as external work of t's loop: start
-// launches it (on the pool, or on a goroutine of its own for operations that
-// may block indefinitely). fn must be safe off the loop. When it returns, the
-// loop marks op done and wakes t if t is waiting for it.
-func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
-	l.external++
-	start(func() {
-		fn()
-		// If the loop has ended (only when Run unwinds after a Goexit), the
-		// post is refused and there is nobody left to tell.
-		l.post(func() {
-			l.external--
-			op.done = true
-			t := op.t
-			if t.waitGen == op.gen && t.state == stateWaiting && t.waitKind == waitExternal {
-				l.ready(t)
-			}
-		})
-	})
-}
-
-// waitExternal suspends t until op is done. It returns the error of an
-// interruption (cancellation, unwinding); op then runs on.
-func (t *Task) waitExternal(op *extOp) error {
-	if op.done {
-		return nil
-	}
-	t.waitGen++
-	op.gen = t.waitGen
-	return t.block(waitExternal)
-}
-
-// finishExternal waits, with cancellation held back, until op is done; it is
-// for operations that use the caller's memory and must end before the call
-// returns. interrupt makes op return early (a deadline in the past).
-func (t *Task) finishExternal(op *extOp, interrupt func()) {
-	interrupt()
-	x := t.extra()
-	x.protect++
-	for !op.done && !t.loop.aborted {
-		t.waitExternal(op)
-	}
-	x.protect--
+	return func(o *options) { offloadSettingsOf(o).noLoopPriority = !on }
 }
 
 // Offload runs f on a goroutine of the Run's bounded pool and suspends the
@@ -248,7 +196,7 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 	var v T
 	var ferr error
 	op := &extOp{t: t}
-	l.startExternal(op, l.pool.submit, func() {
+	l.startExternal(op, poolOf(l).submit, func() {
 		defer func() {
 			if r := recover(); r != nil {
 				ferr = newPanicError(r)
@@ -285,5 +233,34 @@ func WriteFile(t *Task, name string, data []byte, perm fs.FileMode) error {
 // file and name-resolution calls built on it) for one Run. n < 1 means the
 // default.
 func WithOffloadWorkers(n int) Option {
-	return func(o *options) { o.offloadWorkers = n }
+	return func(o *options) { offloadSettingsOf(o).workers = n }
+}
+
+// offloadSettings are the Run's options for the pool.
+type offloadSettings struct {
+	workers        int
+	noLoopPriority bool
+}
+
+type offloadKey struct{}
+
+func offloadSettingsOf(o *options) *offloadSettings {
+	return layerOption(o, offloadKey{}, func() *offloadSettings { return &offloadSettings{} })
+}
+
+// poolOf returns the Run's pool, made on first use; it is closed, and its
+// workers waited for, when the loop ends.
+func poolOf(l *loop) *offloadPool {
+	return layerState(l, offloadKey{}, func() (*offloadPool, func()) {
+		var s offloadSettings
+		if set, ok := l.layerOpts[offloadKey{}].(*offloadSettings); ok {
+			s = *set
+		}
+		workers := s.workers
+		if workers < 1 {
+			workers = defaultOffloadWorkers()
+		}
+		p := newOffloadPool(workers, !s.noLoopPriority)
+		return p, p.close
+	})
 }

@@ -58,7 +58,13 @@ type promise struct {
 func (p *promise) phase() uint32 { return p.state.Load() & phaseMask }
 func (p *promise) settled() bool { return p.phase() >= fulfilled }
 func (p *promise) handled() bool { return p.state.Load()&handledFlag != 0 }
-func (p *promise) markHandled()  { p.state.Or(handledFlag) }
+
+// markHandled records that the promise's failure was given to someone.
+func (p *promise) markHandled() {
+	if p.state.Or(handledFlag)&handledFlag == 0 {
+		p.observed()
+	}
+}
 
 // lock takes the waiter-list lock. It is held for a few instructions, so
 // contention (a settle racing a registration from another goroutine) is
@@ -264,13 +270,26 @@ func (l *loop) notify(w *waiter, gen uint32) {
 // times: the first call settles the promise and returns true, later calls
 // change nothing and return false.
 //
+// Called by a task, the settle function makes a waiter on the same loop
+// runnable at once, in FIFO order, as a task's completion does: after
+// settle(v, nil), a Yield lets the waiter run before the settler goes on,
+// and the waiter returns v even if it is cancelled before it runs. From
+// another loop or a plain goroutine, the waiter is woken through its
+// loop's inbox.
+//
 // A pending promise does not keep Run alive: if every task waits on
 // promises that nothing on the loop can settle, Run reports a deadlock.
 // Work that will settle a promise from outside the loop should run in
 // Offload, which keeps Run alive while it runs.
 func NewPromise[T any]() (*Promise[T], func(v T, err error) bool) {
 	p := &Promise[T]{}
-	return p, func(v T, err error) bool { return p.settle(v, err, nil) }
+	return p, func(v T, err error) bool {
+		var from *loop
+		if cur := currentTask(); cur != nil {
+			from = cur.loop
+		}
+		return p.settle(v, err, from)
+	}
 }
 
 // Settled reports whether the promise has settled. It may be called from
@@ -285,11 +304,21 @@ func (p *Promise[T]) Settled() bool { return p.p.settled() }
 // (A task that keeps finding results ready is still made to yield after a
 // while; see the package documentation on fairness.)
 //
-// Await is a cancellation point while it waits: if the task is cancelled,
-// Await returns the cause (an error matching context.Canceled) and the
-// promise is left as it is.
+// Await is a cancellation point, as every suspension point is (Trio's
+// rule): if the task has been cancelled, or its deadline has passed, Await
+// returns the cause (an error matching context.Canceled), even when the
+// promise has settled, and the promise is left as it is. A task that was
+// waiting and has been woken by the settle returns the result, even if it
+// is cancelled before it gets to run.
 func (p *Promise[T]) Await(t *Task) (T, error) {
 	t.check("Await")
+	if p == nil {
+		panic("weft: Await called on a nil *Promise")
+	}
+	if err := t.cancelPoint(); err != nil {
+		var zero T
+		return zero, err
+	}
 	if !p.p.settled() {
 		if err := t.awaitOne(&p.p); err != nil {
 			var zero T

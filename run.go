@@ -3,7 +3,7 @@ package weft
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/weft-go/weft/internal/clock"
@@ -15,13 +15,14 @@ import (
 type Option func(*options)
 
 type options struct {
-	ctx            context.Context
-	backend        poller.Kind
-	clock          clock.Clock
-	offloadWorkers int
-	interval       time.Duration
-	noLoopPriority bool
-	err            error // a bad option; Run returns it
+	ctx       context.Context
+	backend   poller.Kind
+	clock     clock.Clock
+	interval  time.Duration
+	layer     map[any]any // the layers' settings (layerOption)
+	logger    *slog.Logger
+	loggerSet bool
+	err       error // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are
@@ -76,7 +77,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	c := newTask(l, &l.root, main, 0)
+	c := newTask(l, &l.root.root, main, 0)
 	l.main = &c.task
 	l.ready(l.main)
 	if stop := l.watchRunContext(); stop != nil {
@@ -106,12 +107,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 			errs = append(errs, d)
 		}
 	}
-	for _, t := range l.failures {
-		if p := t.job.promiseCore(); !p.handled() {
-			errs = append(errs, fmt.Errorf("weft: %s (%s, started at %s) failed and nothing awaited it: %w",
-				t.name(), t.funcName(), t.spawnSite(), p.err))
-		}
-	}
+	errs = append(errs, l.unobservedErrors()...)
 	switch len(errs) {
 	case 0:
 		return v, nil
@@ -127,7 +123,7 @@ func (l *loop) watchRunContext() (stop func() bool) {
 		return nil
 	}
 	return context.AfterFunc(l.ctx, func() {
-		cause := context.Cause(l.ctx)
+		cause := asCancellation(context.Cause(l.ctx))
 		l.post(func() { l.cancel(l.main, cause) })
 	})
 }
@@ -137,8 +133,9 @@ func (l *loop) watchRunContext() (stop func() bool) {
 // error) so that no goroutine is left, and the loop is closed.
 func (l *loop) abort() {
 	l.aborted = true
+	l.report.ended.Store(true) // no error will be returned: nothing to log either
 	var busy []*coro.Coro
-	l.walk(&l.root, func(t *Task) {
+	l.walkTasks(func(t *Task) {
 		if t.co != nil && t.co.Busy() {
 			busy = append(busy, t.co)
 		}

@@ -197,6 +197,22 @@ func TestWithSwitchIntervalRejectsNonPositive(t *testing.T) {
 // of earlier tests can stall a process that long once.
 func TestNoTickWaitsForIntervalsBesideTwoCPUTasks(t *testing.T) {
 	skipTimingUnderRace(t)
+	// A machine shared with other busy processes can deschedule this one for
+	// tens of milliseconds several times in a run; the bug this guards
+	// against showed in every run (4 to 22 long waits each). So a run that
+	// fails is tried again, up to three runs in all.
+	var long int
+	var worst, median time.Duration
+	for attempt := 0; attempt < 3; attempt++ {
+		long, worst, median = longTicksBesideTwoCPUTasks(t)
+		if long <= 1 {
+			return
+		}
+	}
+	t.Fatalf("%d ticks waited 8 ms or more beside two CPU tasks (worst %v, median %v), in each of 3 runs", long, worst, median)
+}
+
+func longTicksBesideTwoCPUTasks(t *testing.T) (long int, worst, median time.Duration) {
 	runtime.GC()
 	var stop atomic.Bool
 	var lags []time.Duration
@@ -214,13 +230,10 @@ func TestNoTickWaitsForIntervalsBesideTwoCPUTasks(t *testing.T) {
 		weft.All(wt, a, b, ticker)
 	}, weft.WithSwitchInterval(5*time.Millisecond))
 	slices.Sort(lags)
-	long := 0
 	for _, l := range lags {
 		if l >= 8*time.Millisecond {
 			long++
 		}
 	}
-	if long > 1 {
-		t.Fatalf("%d ticks waited 8 ms or more beside two CPU tasks (worst %v, median %v)", long, lags[len(lags)-1], lags[len(lags)/2])
-	}
+	return long, lags[len(lags)-1], lags[len(lags)/2]
 }

@@ -23,10 +23,11 @@ type Task struct {
 	co   *coro.Coro // the coroutine running the task; nil before start and after finish
 	job  taskJob    // the typed half: runs the function, settles the promise
 
-	// The spawn tree, for cancellation and reports. A finished task's
-	// children move to its parent, so every live task descends from
-	// loop.root.
-	parent, child, prevSib, nextSib *Task
+	// root is the task's root cancel scope: its node in the loop's scope
+	// tree (cancel.go), under the scope its spawner's code was in. A
+	// finished task's children move to the parent scope, so every live task
+	// descends from loop.root.
+	root scope
 
 	state     taskState
 	waitKind  waitKind
@@ -43,19 +44,22 @@ type Task struct {
 // about a third of a nanosecond per byte, more than anything else in a
 // spawn but the coroutine switch).
 type taskExtra struct {
-	wakeErr     error        // delivered by interrupt to the current wait
-	cancelErr   error        // the cancellation cause; see cancel.go
-	protect     int32        // depth of Protect calls: cancellation is held back while > 0
-	scope       *cancelScope // the innermost Group body the task's code is in
+	wakeErr     error     // delivered by interrupt to the current wait
+	cur         *scope    // the innermost scope the task's code is in; nil: its root (cancel.go)
+	dl          *deadline // the earliest deadline on that scope's chain, nil if none
+	hold        int32     // cancellation is held back while > 0 (joins: see holdCancel)
 	fdMode      poller.Mode
-	fd          int          // fd waited on (state waiting, waitFD)
-	deadline    int64        // loop-clock deadline from an enclosing Timeout; 0 if none
-	timer       timer        // the task's sleep
-	ctx         *taskContext // created by Context on first use
-	w           *waitState   // promise waits, made on the first one
-	cpu         int64        // ns run at Checkpoints since the task last waited (sched.go)
-	batch       bool         // in (or last queued in) the batch lane
-	checkpoints bool         // has taken the slow path of Checkpoint: time its runs
+	fd          int            // fd waited on (state waiting, waitFD)
+	timer       timer          // the task's sleep
+	ctx         *taskContext   // created by Context on first use
+	w           *waitState     // promise waits, made on the first one
+	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
+	batch       bool           // in (or last queued in) the batch lane
+	checkpoints bool           // has taken the slow path of Checkpoint: time its runs
+	failure     *failureRecord // the task failed and nobody had observed it (unobserved.go)
+	atExit      []func()       // run on the loop after the task finished (see atExit)
+	park        parkSource     // the source of a parked wait (park.go)
+	parkW       *parkWaiter    // ... and the registration with it
 }
 
 func (t *Task) extra() *taskExtra {
@@ -86,6 +90,7 @@ const (
 	waitTimer
 	waitFD
 	waitExternal
+	waitPark // a wait source outside the core: see park.go
 )
 
 // taskJob is implemented by taskCell[T], the allocation that holds a task,
@@ -94,6 +99,8 @@ type taskJob interface {
 	coro.Job
 	funcPC() uintptr
 	promiseCore() *promise
+	taskOf() *Task
+	logIfDropped(rec *failureRecord)
 }
 
 // taskCell is one allocation per spawn: the task, the function it runs and
@@ -106,6 +113,11 @@ type taskCell[T any] struct {
 
 func (c *taskCell[T]) funcPC() uintptr       { return funcPC(c.f) }
 func (c *taskCell[T]) promiseCore() *promise { return &c.promise.p }
+func (c *taskCell[T]) taskOf() *Task         { return &c.task }
+
+// logIfDropped logs rec if the cell (and so its promise) is collected
+// while the failure is unobserved.
+func (c *taskCell[T]) logIfDropped(rec *failureRecord) { runtime.AddCleanup(c, logDropped, rec) }
 
 // RunJob runs the task on its coroutine, from start to finish. A panic
 // becomes the task's *PanicError. runtime.Goexit (t.FailNow in a test, say)
@@ -117,6 +129,7 @@ func (c *taskCell[T]) RunJob() {
 	var v T
 	var err error
 	returned := false
+	setProfLabel(t.loop.labels)
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {
@@ -128,13 +141,33 @@ func (c *taskCell[T]) RunJob() {
 		}
 		t.finish(err)
 		c.promise.settle(v, err, t.loop)
+		if x := t.x; x != nil && len(x.atExit) > 0 {
+			t.runAtExit(x)
+		}
 	}()
 	v, err = c.f(t)
 	returned = true
 }
 
-// newTask allocates a task that will run f, as a child of parent.
-func newTask[T any](l *loop, parent *Task, f func(t *Task) (T, error), pc uintptr) *taskCell[T] {
+// atExit arranges for fn to run on the loop once t has finished and its
+// promise has settled, in the order registered (the group's failure
+// handler, say). fn must not suspend: it runs as the very end of t.
+func (t *Task) atExit(fn func()) {
+	x := t.extra()
+	x.atExit = append(x.atExit, fn)
+}
+
+func (t *Task) runAtExit(x *taskExtra) {
+	fns := x.atExit
+	x.atExit = nil
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// newTask allocates a task that will run f, its root scope under parent
+// (the scope the spawner's code is in, or a group's scope).
+func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintptr) *taskCell[T] {
 	c := &taskCell[T]{f: f}
 	t := &c.task
 	t.loop = l
@@ -143,69 +176,62 @@ func newTask[T any](l *loop, parent *Task, f func(t *Task) (T, error), pc uintpt
 	l.ids++
 	t.id = l.ids
 	c.promise.p.task = t
-	t.link(parent)
+	t.root.task = t
+	t.root.link(parent)
 	t.inherit(parent)
 	l.live++
 	return c
 }
 
-// link makes t the youngest child of parent in the spawn tree.
-func (t *Task) link(parent *Task) {
-	t.parent = parent
-	t.nextSib = parent.child
-	if parent.child != nil {
-		parent.child.prevSib = t
+// inherit gives the newborn t what applies to the scope it starts in: a
+// cancellation (held by its root scope itself, so that it stays when the
+// spawner's scope closes: cancel.go's invariant 2) and the earliest
+// deadline. A plain Go from a task's innermost scope copies the spawner's
+// cached answers; a task started elsewhere (a group task started by
+// another task of the group) walks the chain.
+func (t *Task) inherit(parent *scope) {
+	var cause error
+	var dl *deadline
+	if sp := parent.task; sp != nil && sp.innermost() == parent {
+		if sp.cancelled {
+			cause = sp.cause()
+		}
+		if sp.x != nil {
+			dl = sp.x.dl
+		}
+	} else {
+		cause, dl = chainCause(parent), chainDeadline(parent)
 	}
-	parent.child = t
-}
-
-// unlink takes t out of its parent's children.
-func (t *Task) unlink() {
-	if t.prevSib != nil {
-		t.prevSib.nextSib = t.nextSib
-	} else if t.parent != nil {
-		t.parent.child = t.nextSib
-	}
-	if t.nextSib != nil {
-		t.nextSib.prevSib = t.prevSib
-	}
-	t.prevSib, t.nextSib = nil, nil
-}
-
-// inherit gives the newborn t what it takes from its parent: a
-// cancellation the parent is not holding back, and the parent's deadline.
-func (t *Task) inherit(parent *Task) {
-	px := parent.x
-	if px == nil {
-		return
-	}
-	if parent.cancelled && px.protect == 0 {
-		t.extra().cancelErr = parent.cause()
+	if cause != nil {
+		t.root.state().cause = cause
 		t.cancelled = true
 	}
-	if px.deadline != 0 {
-		t.extra().deadline = px.deadline
+	if dl != nil {
+		t.extra().dl = dl
 	}
 }
 
-// finish records the end of t on the loop: it leaves the spawn tree (its
-// children move to its parent) and a failure is noted for Run's report.
+// finish records the end of t on the loop: its root scope leaves the tree
+// (its children move to the parent scope) and a failure is noted for Run's
+// report.
 func (t *Task) finish(err error) {
 	l := t.loop
 	t.state = stateDone
-	t.unlink()
-	// Hand the children to the parent.
-	for c := t.child; c != nil; {
-		next := c.nextSib
-		c.prevSib, c.nextSib = nil, nil
-		c.link(t.parent)
-		c = next
+	r := &t.root
+	var moved []*scope
+	if r.st != nil && r.st.dl != nil {
+		for c := r.child; c != nil; c = c.next {
+			moved = append(moved, c)
+		}
 	}
-	t.parent, t.child, t.prevSib, t.nextSib = nil, nil, nil, nil
+	r.close()
+	for _, c := range moved {
+		l.reach(c, nil) // they no longer run under t's deadline
+	}
 	t.closeContext()
 	l.live--
 	if err != nil && t != l.main && !isCancellation(err) && !l.isDeadlockErr(err) {
-		l.failures = append(l.failures, t)
+		l.noteFailure(t, err)
 	}
 }
 
@@ -227,6 +253,28 @@ func Go[T any](t *Task, f func(t *Task) (T, error)) *Promise[T] {
 		panic("weft: Go called with a nil function")
 	}
 	return spawn(t, f, pc)
+}
+
+// spawn starts f as a child of t, Go's way (the child runs first), in the
+// scope t's code is in.
+func spawn[T any](t *Task, f func(t *Task) (T, error), pc uintptr) *Promise[T] {
+	return spawnIn(t, t.innermost(), f, pc, nil)
+}
+
+// spawnIn starts f as a new task whose root scope is under parent (a
+// scope of t's code, or of a group), with a hook that adjusts the child
+// before it runs. The child runs first: it is queued, then t, and t
+// suspends.
+func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintptr, setup func(*Task)) *Promise[T] {
+	l := t.loop
+	c := newTask(l, parent, f, pc)
+	if setup != nil {
+		setup(&c.task)
+	}
+	l.ready(&c.task)
+	l.ready(t)
+	l.suspend(t)
+	return &c.promise
 }
 
 // Yield lets every other runnable task run, then continues: the task goes
@@ -302,6 +350,9 @@ func (t *Task) takeWakeErr() error {
 
 // check panics unless the caller is t's own task, running.
 func (t *Task) check(op string) {
+	if t == nil {
+		panic("weft: " + op + " called with a nil *Task")
+	}
 	if coro.HaveGetg {
 		// t.co is set while the task is started and not done, and its
 		// goroutine is the only one that runs the task's code.
@@ -335,12 +386,7 @@ func (t *Task) name() string {
 	return fmt.Sprintf("task %d", t.id)
 }
 
-func (t *Task) funcName() string {
-	if f := runtime.FuncForPC(t.job.funcPC()); f != nil {
-		return f.Name()
-	}
-	return "?"
-}
+func (t *Task) funcName() string { return funcNameOf(t.job.funcPC()) }
 
 func (t *Task) spawnSite() string {
 	if t == t.loop.main && t.spawnPC == 0 {

@@ -17,6 +17,7 @@ import (
 	"iter"
 	"reflect"
 	"runtime"
+	"sync"
 )
 
 // A Job is the work a Coro runs. RunJob runs on the Coro's goroutine.
@@ -43,6 +44,10 @@ func New() *Coro {
 func (c *Coro) body(yield func(struct{}) bool) {
 	c.yield = yield
 	c.g = Getg()
+	if HaveGetg {
+		byG.Store(c.g, c)
+		defer byG.Delete(c.g)
+	}
 	for c.job != nil {
 		c.job.RunJob()
 		c.job = nil
@@ -75,6 +80,27 @@ func (c *Coro) Resume() (done bool) {
 // was closed meanwhile: the job must then unwind without suspending again.
 func (c *Coro) Suspend() bool {
 	return c.yield(struct{}{})
+}
+
+// Job returns the job running or suspended on the Coro, nil between jobs.
+// Only the Coro's owner, or the job itself, may call it.
+func (c *Coro) Job() Job { return c.job }
+
+// byG maps the goroutine of each live Coro (Getg) to the Coro, for Current.
+var byG sync.Map
+
+// Current returns the Coro whose goroutine is the caller, or nil if the
+// caller is not running on a Coro (or Getg is not available here). It costs
+// a map lookup, about 20 ns: it serves the rarer paths that must find out
+// which task, if any, calls them (a settle function of a promise, say).
+func Current() *Coro {
+	if !HaveGetg {
+		return nil
+	}
+	if c, ok := byG.Load(Getg()); ok {
+		return c.(*Coro)
+	}
+	return nil
 }
 
 // Busy reports whether a job is running or suspended on the Coro.

@@ -6,6 +6,7 @@ package echo
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 
 	"github.com/weft-go/weft"
@@ -17,10 +18,13 @@ const BufferSize = 16 << 10
 
 // Serve accepts connections on ln until ln is closed or the task is
 // cancelled, serving each in a task of its own inside a Group, and returns
-// when every connection task has finished. Closing ln ends Serve cleanly
-// (nil error); connections still open are cancelled.
+// when every connection task has finished. A connection's failure is
+// logged and ends that connection only (the group's handler takes it).
+// Closing ln ends Serve cleanly (nil error); connections still open are
+// cancelled.
 func Serve(t *weft.Task, ln *weft.Listener) error {
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
+		g.Handle(func(err error) { slog.Warn("echo: connection failed", "err", err) })
 		for {
 			c, err := ln.Accept(t)
 			if errors.Is(err, net.ErrClosed) {

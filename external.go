@@ -1,0 +1,106 @@
+package weft
+
+// External work: what a task waits for off the loop (a job on the Offload
+// pool, a blocking call of the portable I/O layer on a helper goroutine).
+// The loop counts it (loop.external): while any is in flight the loop
+// sleeps instead of reporting a deadlock, and Run does not return. Its
+// completion comes back through the inbox. This file is the core's side;
+// the layers start the work.
+//
+// It also holds the two hooks through which a layer keeps state per Run
+// without the core knowing the layer: layerOption (an Option's setting)
+// and layerState (a value made on first use and closed when the loop
+// ends).
+
+// extOp is one piece of off-loop work a task waits for.
+type extOp struct {
+	t    *Task
+	gen  uint32        // the wait generation the task waits with
+	done bool          // loop-owned: fn has returned
+	fin  chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
+}
+
+// startExternal runs fn off the loop as external work of t's loop: start
+// launches it (on the pool, or on a goroutine of its own for operations that
+// may block indefinitely). fn must be safe off the loop. When it returns, the
+// loop marks op done and wakes t if t is waiting for it.
+func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
+	l.external++
+	start(func() {
+		fn()
+		if op.fin != nil {
+			close(op.fin)
+		}
+		// If the loop has ended (only when Run unwinds after a Goexit), the
+		// post is refused and there is nobody left to tell.
+		l.post(func() {
+			l.external--
+			op.done = true
+			t := op.t
+			if t.waitGen == op.gen && t.state == stateWaiting && t.waitKind == waitExternal {
+				l.ready(t)
+			}
+		})
+	})
+}
+
+// waitExternal suspends t until op is done. It returns the error of an
+// interruption (cancellation, unwinding); op then runs on.
+func (t *Task) waitExternal(op *extOp) error {
+	if op.done {
+		return nil
+	}
+	t.waitGen++
+	op.gen = t.waitGen
+	return t.block(waitExternal)
+}
+
+// finishExternal waits, with cancellation held back, until op is done; it is
+// for operations that use the caller's memory and must end before the call
+// returns. interrupt makes op return early (a deadline in the past).
+func (t *Task) finishExternal(op *extOp, interrupt func()) {
+	interrupt()
+	release := t.holdCancel()
+	for !op.done && !t.loop.aborted {
+		t.waitExternal(op)
+	}
+	release()
+	if !op.done && op.fin != nil {
+		// Run is unwinding and the loop no longer delivers completions:
+		// wait for fn itself, which uses the caller's memory.
+		<-op.fin
+	}
+}
+
+// layerOption returns the setting of type S that a layer's Option stores
+// under key, making it on first use.
+func layerOption[S any](o *options, key any, make func() *S) *S {
+	if o.layer == nil {
+		o.layer = map[any]any{}
+	}
+	if s, ok := o.layer[key].(*S); ok {
+		return s
+	}
+	s := make()
+	o.layer[key] = s
+	return s
+}
+
+// layerState returns the layer's state of type S for l's Run, stored under
+// key and made by make on first use; the close function make returns runs
+// when the loop ends, after the last task and before the poller closes.
+// Loop-owned: call it from a task of l.
+func layerState[S any](l *loop, key any, make func() (*S, func())) *S {
+	if s, ok := l.layers[key].(*S); ok {
+		return s
+	}
+	s, closeFn := make()
+	if l.layers == nil {
+		l.layers = map[any]any{}
+	}
+	l.layers[key] = s
+	if closeFn != nil {
+		l.layerClose = append(l.layerClose, closeFn)
+	}
+	return s
+}

@@ -1,0 +1,202 @@
+package weft_test
+
+import (
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// openFDs counts the process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(ents)
+}
+
+// noGC turns the collector off for the test, so that no finalizer can
+// close a leaked descriptor and hide the leak.
+func noGC(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+}
+
+func TestClosesInDefersOfTasksUnwoundByGoexitAreNotLost(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		noGC(t)
+		before := openFDs(t)
+		for range 60 {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				weft.Run(func(wt *weft.Task) (int, error) {
+					ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
+					if err != nil {
+						return 0, err
+					}
+					c, err := weft.Dial(wt, "tcp", ln.Addr().String())
+					if err != nil {
+						return 0, err
+					}
+					s, err := ln.Accept(wt)
+					if err != nil {
+						return 0, err
+					}
+					spawn(wt, func(wt *weft.Task) {
+						defer ln.Close()
+						defer c.Close()
+						defer s.Close()
+						s.Read(wt, make([]byte, 1)) // unwound here
+					})
+					weft.Go(wt, func(wt *weft.Task) (int, error) { runtime.Goexit(); return 0, nil })
+					return 0, nil
+				}, opts...)
+			}()
+			<-done
+		}
+		if after := openFDs(t); after > before+2 {
+			t.Fatalf("%d descriptors leaked over 60 Runs ended by Goexit", after-before)
+		}
+	})
+}
+
+func TestCloseFromAGoroutineAsRunEndsIsNotLost(t *testing.T) {
+	noGC(t)
+	before := openFDs(t)
+	var closers sync.WaitGroup
+	for range 3000 {
+		weft.Run(func(wt *weft.Task) (int, error) {
+			var lns []*weft.Listener
+			for range 4 {
+				ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
+				if err != nil {
+					return 0, err
+				}
+				lns = append(lns, ln)
+			}
+			ending := make(chan struct{})
+			closers.Add(1)
+			go func() {
+				defer closers.Done()
+				<-ending
+				for _, ln := range lns {
+					ln.Close() // lands about when Run ends
+				}
+			}()
+			close(ending)
+			return 0, nil
+		})
+	}
+	closers.Wait()
+	if after := openFDs(t); after > before+2 {
+		t.Fatalf("%d descriptors leaked over 3000 Runs", after-before)
+	}
+}
+
+func TestPortableAcceptCancelledAsAConnectionArrivesLeaksNothing(t *testing.T) {
+	noGC(t)
+	before := openFDs(t)
+	for i := range 300 {
+		weft.Run(func(wt *weft.Task) (int, error) {
+			ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
+			if err != nil {
+				return 0, err
+			}
+			defer ln.Close()
+			acc := weft.Go(wt, func(wt *weft.Task) (*weft.Conn, error) { return ln.Accept(wt) })
+			peer, err := weft.Offload(wt, func() (net.Conn, error) {
+				return net.Dial("tcp", ln.Addr().String())
+			})
+			if err != nil {
+				return 0, err
+			}
+			defer peer.Close()
+			if i%2 == 0 {
+				wt.Sleep(time.Duration(i%7) * time.Microsecond)
+			}
+			acc.Cancel()
+			if c, err := acc.Await(wt); err == nil {
+				c.Close()
+			}
+			return 0, nil
+		}, weft.WithPortableBackend())
+	}
+	if after := openFDs(t); after > before+2 {
+		t.Fatalf("%d descriptors leaked over 300 cancelled Accepts", after-before)
+	}
+}
+
+func TestPortableReadUnwoundByGoexitIsDoneWithTheBufferWhenItReturns(t *testing.T) {
+	// Run with -race: a helper still writing into buf after Read returned
+	// would race with the test's use of buf below.
+	for range 20 {
+		a, b := net.Pipe()
+		stop := make(chan struct{})
+		var writer sync.WaitGroup
+		writer.Add(1)
+		go func() {
+			defer writer.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					b.Write([]byte("data"))
+				}
+			}
+		}()
+		buf := make([]byte, 4)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			weft.Run(func(wt *weft.Task) (int, error) {
+				ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
+				if err != nil {
+					return 0, err
+				}
+				defer ln.Close()
+				go func() {
+					c, err := net.Dial("tcp", ln.Addr().String())
+					if err != nil {
+						return
+					}
+					defer c.Close()
+					io.Copy(c, a)
+				}()
+				c, err := ln.Accept(wt)
+				if err != nil {
+					return 0, err
+				}
+				defer c.Close()
+				spawn(wt, func(wt *weft.Task) {
+					for {
+						if _, err := c.Read(wt, buf); err != nil {
+							return
+						}
+					}
+				})
+				weft.Go(wt, func(wt *weft.Task) (int, error) {
+					wt.Sleep(time.Millisecond)
+					runtime.Goexit()
+					return 0, nil
+				})
+				return 0, nil
+			}, weft.WithPortableBackend())
+		}()
+		<-done
+		copy(buf, "mine") // the Run is over: buf is ours again
+		close(stop)
+		a.Close()
+		b.Close()
+		writer.Wait()
+	}
+}

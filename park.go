@@ -1,0 +1,155 @@
+package weft
+
+// Parking: the one way a wait source outside the core (a channel, a lock,
+// an event: the layers built on the core) suspends a task and wakes it.
+//
+// The source keeps its waiters in a queue of its own, under its own lock,
+// as parkWaiter records. The protocol:
+//
+//  1. The waiting task calls t.preparePark(w), which gives w the generation
+//     of the wait about to start, then links w into the source's queue
+//     (under the source's lock), then calls t.park(op, src), which suspends
+//     it.
+//  2. Whoever satisfies the wait (another task of any loop, or a plain
+//     goroutine) unlinks w under the source's lock, hands it what it waits
+//     for (through the source's own fields), and calls w.wake(from). A wake
+//     between steps 1 and 2's suspension is safe: a wake from another
+//     goroutine goes through the task's loop inbox, which the loop reads only
+//     once the task has suspended, and a wake from the same loop cannot run
+//     while the task does.
+//  3. If the wait is interrupted (cancellation, a deadlock report, Run
+//     unwinding), the core calls src.withdraw(w) on the task's loop before
+//     the task resumes, and bumps the task's wait generation, so that a wake
+//     already on its way is dropped. withdraw must unlink w if it is still
+//     queued; if the source had already handed w something (the wake lost
+//     the race), the task finds that out from the source when it resumes
+//     and must pass it on (see the channel and lock layers).
+//
+// A parked task, like one waiting on a promise, does not keep Run alive:
+// if nothing else can happen, it is reported in a deadlock with op and the
+// line it waits at. A source whose waiters can be satisfied from outside
+// the loops (a goroutine blocked in a channel's SendWait, say) says so
+// through keepsAlive.
+
+import "github.com/weft-go/weft/internal/coro"
+
+// parkSource is a wait source outside the core.
+type parkSource interface {
+	// withdraw takes w off the source's queue after its wait was
+	// interrupted. It runs on the parked task's loop.
+	withdraw(w *parkWaiter)
+}
+
+// keepAliveSource is a parkSource that may be satisfied from outside the
+// loops: while keepsAlive reports true for the source of a parked task,
+// the loop sleeps instead of reporting a deadlock. A source whose answer
+// turns false must wake the loops of its parked tasks (postRecheck) so
+// that they look again.
+type keepAliveSource interface {
+	parkSource
+	keepsAlive() bool
+}
+
+// parkWaiter is a task's registration with a source's queue. The source
+// owns its links and fields; the core reads task and gen.
+type parkWaiter struct {
+	task       *Task
+	gen        uint32      // the wait generation this registration wakes
+	prev, next *parkWaiter // the source's queue links, under its lock
+	queued     bool        // linked in the source's queue, under its lock
+	state      uint32      // the source's use (handed, withdrawn, ...)
+	slot       any         // the source's use (a value handed over, ...)
+	index      int         // the source's use (a Select case, ...)
+}
+
+// preparePark readies w for a new wait of t; call it before linking w.
+func (t *Task) preparePark(w *parkWaiter) {
+	w.task = t
+	w.gen = t.waitGen + 1
+}
+
+// park suspends t in the wait w was prepared for, on behalf of src; op
+// names the operation for reports ("Chan.Recv", "Mutex.Lock"). It returns
+// nil when woken by w.wake, or the error of the interruption (a
+// cancellation cause, the loop's DeadlockError, errAborted). It is a
+// cancellation point only in that an interruption ends it: the caller
+// checks t.cancelPoint before preparing the wait.
+func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
+	l := t.loop
+	if l.deadlock != nil {
+		src.withdraw(w)
+		return l.deadlock
+	}
+	if l.aborted {
+		src.withdraw(w)
+		return errAborted
+	}
+	t.waitGen = w.gen
+	x := t.extra()
+	x.park, x.parkW = src, w
+	ws := t.waitState()
+	ws.op = op
+	clear(ws.pcs[:])
+	fpCallers(ws.pcs[:])
+	err := t.block(waitPark)
+	x.park, x.parkW = nil, nil
+	return err
+}
+
+// wake makes the task behind w runnable, if it is still in the wait w was
+// registered for. from is the task calling (nil from a plain goroutine or
+// when unknown): a wake from a task of the same loop makes the waiter
+// runnable at once, in FIFO order; any other goes through the loop's
+// inbox. Call it after unlinking w, outside the source's lock if the
+// source can be used from several loops.
+func (w *parkWaiter) wake(from *Task) {
+	t, gen := w.task, w.gen
+	l := t.loop
+	if from != nil && from.loop == l {
+		l.unpark(t, gen)
+		return
+	}
+	l.post(func() { l.unpark(t, gen) })
+}
+
+// unpark readies t if it still waits in the parked wait of generation gen.
+func (l *loop) unpark(t *Task, gen uint32) {
+	if t.waitGen == gen && t.state == stateWaiting && t.waitKind == waitPark {
+		l.ready(t)
+	}
+}
+
+// postRecheck asks the loop of the parked task behind w to look again at
+// whether it is deadlocked (a keepAliveSource's answer turned false).
+func (w *parkWaiter) postRecheck() {
+	w.task.loop.post(func() {})
+}
+
+// parkedKeepAlive reports whether some task of the loop is parked on a
+// source that can still be satisfied from outside the loops.
+func (l *loop) parkedKeepAlive() bool {
+	alive := false
+	l.walkTasks(func(t *Task) {
+		if alive || t.state != stateWaiting || t.waitKind != waitPark {
+			return
+		}
+		if k, ok := t.x.park.(keepAliveSource); ok && k.keepsAlive() {
+			alive = true
+		}
+	})
+	return alive
+}
+
+// currentTask returns the task whose code is running on the calling
+// goroutine, or nil: for the paths that are not handed a *Task (a promise's
+// settle function, say) and must know whether they run on a loop.
+func currentTask() *Task {
+	c := coro.Current()
+	if c == nil {
+		return nil
+	}
+	if j, ok := c.Job().(taskJob); ok {
+		return j.taskOf()
+	}
+	return nil
+}

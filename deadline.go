@@ -12,8 +12,9 @@ package weft
 // waiter that is runnable at that moment finds the deadline passed at its
 // next wait (netFD.wait), or its operation completed.
 //
-// Setting a deadline stores it, then posts a re-arm to the loop if some
-// task is inside an operation in that direction. The setter stores the
+// Setting a deadline stores it, then re-arms on the loop (at once from a
+// task of the loop, through the inbox from elsewhere) if some task is
+// inside an operation in that direction. The setter stores the
 // deadline before it reads the busy count, and an operation raises the
 // busy count before it reads the deadline (both sequentially consistent),
 // so either the setter sees the operation and posts, or the operation sees
@@ -214,10 +215,15 @@ func (c *Conn) setDeadline(op string, t time.Time, rd, wr bool) error {
 		post = post || c.dl.wr.busy.Load() > 0
 	}
 	if post {
-		l.post(func() {
+		rearm := func() {
 			c.dl.rd.rearm(l)
 			c.dl.wr.rearm(l)
-		})
+		}
+		if cur := currentTask(); cur != nil && cur.loop == l {
+			rearm() // on the loop: at once
+		} else {
+			l.post(rearm)
+		}
 	}
 	return nil
 }

@@ -63,11 +63,10 @@ func (lc *loopConn) Write(b []byte) (int, error) { return lc.Conn.Write(lc.curre
 
 // current returns the task of c's loop that is running the caller.
 func (lc *loopConn) current(op string) *Task {
-	t := lc.loop.current
-	if t == nil {
+	t := currentTask()
+	if t == nil || t.loop != lc.loop {
 		panic("weft: " + op + " on a LoopConn called outside the tasks of its loop")
 	}
-	t.check(op) // catches a goroutine running while t runs
 	return t
 }
 

@@ -13,9 +13,9 @@ import (
 // complete when ServeHTTP returns.
 //
 // Use r.Context() for work that should end with the request: it is done
-// when ServeHTTP returns or the connection is cut. t.Context() is the
-// connection task's, and is done when the server stops, although the
-// handler goes on running then (see Server.Serve).
+// when ServeHTTP returns or the connection is cut off (see Server.Serve).
+// A graceful stop of the server neither cancels t nor r.Context(); the
+// drain timeout cancels both.
 type Handler interface {
 	ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Request)
 }

@@ -3,14 +3,12 @@ package whttp_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,5 +213,3 @@ func waitFDs(t *testing.T, before int) {
 	}
 }
 
-var _ = strings.Contains
-var _ = context.Canceled

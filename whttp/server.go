@@ -12,14 +12,17 @@ package whttp
 // input, so pipelined requests get their responses in order and in as few
 // writes as can be.
 //
+// The connection tasks are in a group with a failure handler (one
+// connection's failure is logged, and ends that connection only). Each
+// runs its requests in a group of its own, inside Protect.
+//
 // Graceful stop, when the task in Serve is cancelled (or the listener
 // fails): the listener is closed; idle connections are closed; busy ones
 // finish the response in flight (with Connection: close) and then close.
-// Connection tasks run their whole life inside Protect, so the stop does
-// not interrupt their handlers. If connections are still busy after
-// DrainTimeout, their request contexts are cancelled and they are closed,
-// so that their I/O fails; Serve returns when every connection task has
-// ended.
+// The shield keeps the stop from reaching the handlers. If connections are
+// still busy after DrainTimeout, each one's own group is cancelled (its
+// handler's task sees the cancellation), its request context is cancelled
+// and it is closed; Serve returns when every connection task has ended.
 
 import (
 	"bufio"
@@ -124,14 +127,14 @@ type serving struct {
 // handler's panic) ends that connection only.
 //
 // Cancelling t is a graceful stop: Serve stops accepting at once (it
-// closes ln), closes idle connections, lets requests in flight finish
-// (without cancelling their handlers, their tasks or their request
-// contexts) for up to DrainTimeout, then cuts the rest off (their request
-// contexts are cancelled and their connections closed), waits for every
-// connection task to end, and returns nil. A handler that neither does
-// I/O on its connection nor watches r.Context() keeps Serve waiting until
-// it returns. Tasks that a handler started with its task are cancelled
-// with t, as weft's cancellation reaches every descendant.
+// closes ln), closes idle connections, and lets requests in flight finish,
+// with Connection: close, for up to DrainTimeout: their handlers, the
+// tasks those start and their request contexts are not cancelled (each
+// connection task runs inside Protect). Past DrainTimeout, what is still
+// busy is cut off: the handler's task is cancelled (its suspension points
+// return an error matching context.Canceled), its request context is
+// cancelled and its connection closed. Serve waits for every connection
+// task to end and returns nil.
 //
 // If ln fails (closed by someone else: an error matching net.ErrClosed),
 // Serve stops the same way and returns that error. Serve always closes ln.
@@ -158,6 +161,10 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	}
 	var lnErr error
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
+		// One connection's failure ends that connection only.
+		g.Handle(func(err error) {
+			sv.log.Error("whttp: connection task failed", "addr", ln.Addr().String(), "err", err)
+		})
 		for {
 			wc, err := ln.Accept(t)
 			if err != nil {
@@ -244,6 +251,7 @@ type conn struct {
 	bw     *bufio.Writer // nil while idle
 	ctx    context.Context
 	cancel context.CancelCauseFunc // of the request in flight; nil between requests
+	group  *weft.TaskGroup         // the connection's requests run in it
 	idle   bool                    // waiting for a request: the stop closes it
 	stopIt bool                    // the server is stopping: close after this response
 	cutErr error                   // the drain timeout cut it off
@@ -268,11 +276,15 @@ func (c *conn) stop() {
 	}
 }
 
-// cut ends c now: its request context is cancelled and its I/O fails.
+// cut ends c now: its request context and its handler's task are
+// cancelled, and its I/O fails.
 func (c *conn) cut(cause error) {
 	c.cutErr = cause
 	if c.cancel != nil {
 		c.cancel(cause)
+	}
+	if c.group != nil {
+		c.group.Cancel()
 	}
 	c.wc.Close()
 }
@@ -288,11 +300,6 @@ func (c *conn) setState(s http.ConnState) {
 func (c *conn) serve(t *weft.Task) error {
 	sv := c.sv
 	defer func() {
-		if r := recover(); r != nil {
-			// A bug of ours, not a handler's: log it; the server goes on.
-			sv.log.Error("whttp: internal error serving connection", "remote", c.remote,
-				"panic", r, "stack", string(debug.Stack()))
-		}
 		c.close(t)
 		delete(sv.conns, c)
 		if sv.idle != nil && len(sv.conns) == 0 {
@@ -306,24 +313,36 @@ func (c *conn) serve(t *weft.Task) error {
 	if c.stopIt {
 		return nil
 	}
+	// The connection's requests run in a group of their own, inside the
+	// shield of serve's caller: the drain timeout cancels it (cut).
+	return weft.Group(t, func(g *weft.TaskGroup) error {
+		c.group = g
+		c.run(t)
+		return nil
+	})
+}
+
+// run serves requests until the connection should end.
+func (c *conn) run(t *weft.Task) {
+	sv := c.sv
 	s := sv.s
 	c.reqStart = t.Now()
 	if sv.tls != nil {
 		if err := c.handshake(t, c.headerDeadline()); err != nil {
-			return nil
+			return
 		}
 	}
 	ctx := context.WithValue(sv.base, http.LocalAddrContextKey, c.wc.LocalAddr())
 	c.ctx = context.WithValue(ctx, taskKey{}, t)
 	for n := 0; ; n++ {
 		if !c.waitRequest(t, n == 0) {
-			return nil
+			return
 		}
 		if !c.serveRequest(t) {
-			return nil
+			return
 		}
 		if c.stopIt || s.DisableKeepAlives {
-			return nil
+			return
 		}
 	}
 }

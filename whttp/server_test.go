@@ -1,6 +1,7 @@
 package whttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -487,4 +488,56 @@ func TestDrainTimeoutCutsOffWhatIsStillBusy(t *testing.T) {
 		t.Fatal("the request context was not cancelled")
 	}
 	busy.expectClosed(5 * time.Second)
+}
+
+func TestDrainTimeoutCancelsAHandlerThatOnlySleeps(t *testing.T) {
+	started := make(chan struct{})
+	sleepErr := make(chan error, 1)
+	ts := startServer(t, &whttp.Server{DrainTimeout: 200 * time.Millisecond, Logger: (&logBuffer{}).logger(),
+		Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			close(started)
+			sleepErr <- t.Sleep(time.Hour)
+		})})
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	start := time.Now()
+	if err := ts.stop(t); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("stopped after %v", el)
+	}
+	if err := <-sleepErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the handler's sleep returned %v, want a cancellation", err)
+	}
+}
+
+func TestGracefulStopDoesNotCancelTasksAHandlerStarted(t *testing.T) {
+	started := make(chan struct{})
+	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		p := weft.Go(t, func(t *weft.Task) (string, error) {
+			close(started)
+			if err := t.Sleep(200 * time.Millisecond); err != nil {
+				return "", err
+			}
+			return "child finished", nil
+		})
+		v, err := p.Await(t)
+		if err != nil {
+			v = err.Error()
+		}
+		io.WriteString(w, v)
+	})})
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- ts.stop(t) }()
+	if got := bodyOf(t, rc.response("GET")); got != "child finished" {
+		t.Fatalf("body %q", got)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 }

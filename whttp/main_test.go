@@ -212,4 +212,3 @@ func waitFDs(t *testing.T, before int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-

@@ -49,6 +49,7 @@ package weft
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 )
 
 // scope is a node of the cancellation tree. Loop-owned.
@@ -67,11 +68,12 @@ type scopeState struct {
 
 // deadline is a Timeout's: when it passes, its scope is cancelled with err.
 type deadline struct {
-	when  int64 // on the loop's clock
-	scope *scope
-	timer *timer
-	fired bool // the scope has been cancelled by it
-	off   bool // the Timeout returned: it no longer applies
+	when  int64  // on the Run's clock; immutable
+	scope *scope // immutable once the child is made
+	timer *timer // on tloop's heap
+	tloop *loop
+	fired atomic.Bool // the scope has been cancelled by it
+	off   atomic.Bool // the Timeout returned: it no longer applies
 }
 
 func (s *scope) state() *scopeState {
@@ -141,7 +143,7 @@ func chainDeadline(s *scope) *deadline {
 	var best *deadline
 	for ; s != nil; s = s.parent {
 		if st := s.st; st != nil {
-			if d := st.dl; d != nil && !d.off && (best == nil || d.when < best.when) {
+			if d := st.dl; d != nil && !d.off.Load() && (best == nil || d.when < best.when) {
 				best = d
 			}
 			if st.shield {
@@ -160,65 +162,83 @@ func (t *Task) innermost() *scope {
 	return &t.root
 }
 
-// cause returns what cancels t now, or nil.
+// cause returns what cancels t now, or nil (run lock held, or t's own
+// code; see causeNow).
 func (t *Task) cause() error { return chainCause(t.innermost()) }
+
+// causeNow is cause for t's own code, taking the run lock: other loops
+// may be cancelling scopes of its chain.
+func (t *Task) causeNow() error {
+	rs := t.rs
+	rs.lock()
+	c := t.cause()
+	rs.unlock()
+	return c
+}
 
 // cancelPoint returns the cancellation cause if t has been cancelled (or
 // its deadline has passed) and it is not holding cancellation back.
 func (t *Task) cancelPoint() error {
-	x := t.x
-	if t.cancelled {
-		if x == nil || x.hold == 0 {
-			return t.cause()
+	if t.cancelled.Load() {
+		if x := t.x; x == nil || x.hold == 0 {
+			return t.causeNow()
 		}
 		return nil
 	}
-	if x != nil && x.dl != nil {
-		return t.checkDeadline(x)
+	if d := t.dl.Load(); d != nil {
+		return t.checkDeadline(d)
 	}
 	return nil
 }
 
-// checkDeadline expires t's deadline if it has passed: the cancellation is
-// then seen at this suspension point, not only when the loop next looks at
-// its timers.
-func (t *Task) checkDeadline(x *taskExtra) error {
-	d := x.dl
-	if d.fired || d.off || t.loop.clock.Nanotime() < d.when {
+// checkDeadline expires t's deadline d if it has passed: the cancellation
+// is then seen at this suspension point, not only when the loop next looks
+// at its timers.
+func (t *Task) checkDeadline(d *deadline) error {
+	if d.fired.Load() || d.off.Load() || t.loop.clock.Nanotime() < d.when {
 		return nil
 	}
 	t.loop.expire(d)
-	if t.cancelled && x.hold == 0 {
-		return t.cause()
+	if t.cancelled.Load() && (t.x == nil || t.x.hold == 0) {
+		return t.causeNow()
 	}
 	return nil
 }
 
-// expire cancels the scope of a deadline that has passed.
+// expire cancels the scope of a deadline that has passed (once).
 func (l *loop) expire(d *deadline) {
-	if d.fired || d.off {
+	if d.off.Load() || !d.fired.CompareAndSwap(false, true) {
 		return
 	}
-	d.fired = true
-	if d.timer != nil {
-		l.timers.remove(d.timer)
-	}
+	l.disarm(d)
 	l.cancelScope(d.scope, deadlineError{d})
 }
 
-// cancelScope cancels s with cause (see the model above). Loop-owned.
-func (l *loop) cancelScope(s *scope, cause error) {
-	if s.st != nil && s.st.cause != nil {
-		return
+// disarm removes d's timer, from the loop that holds it.
+func (l *loop) disarm(d *deadline) {
+	if to := d.tloop; to == l {
+		l.timers.remove(d.timer)
+	} else {
+		to.post(func() { to.timers.remove(d.timer) })
 	}
-	l.reach(s, cause)
+}
+
+// cancelScope cancels s with cause (see the model above), from a task or
+// the scheduler of loop l.
+func (l *loop) cancelScope(s *scope, cause error) {
+	rs := l.rs
+	rs.lock()
+	if s.st == nil || s.st.cause == nil {
+		l.reach(s, cause)
+	}
+	rs.unlock()
 }
 
 // reach walks the subtree of top, not entering shields: with a cause, it
 // gives every scope it reaches the cause (invariant 2); either way it
 // refreshes every task it reaches (invariant 3), cancelling and
 // interrupting those that become cancelled. It does not recurse: spawn
-// trees can be deep.
+// trees can be deep. Run lock held.
 func (l *loop) reach(top *scope, cause error) {
 	s := top
 	for {
@@ -256,37 +276,64 @@ func unshielded(s *scope) *scope {
 
 // refresh recomputes what applies to t (invariant 3) and delivers a
 // cancellation that now applies: its context is cancelled and, if it
-// waits and holds nothing back, it is interrupted.
+// waits and holds nothing back, it is interrupted. l is the loop whose
+// thread runs this; a task it does not own gets the delivery through its
+// own loop's inbox (deliver). Run lock held. (A task reachable in the
+// tree has not finished: finish takes it out under the run lock.)
 func (l *loop) refresh(t *Task) {
+	in := t.innermost()
+	cause := chainCause(in)
+	if dl := chainDeadline(in); dl != t.dl.Load() {
+		t.dl.Store(dl)
+	}
+	if cause == nil {
+		if t.cancelled.Load() {
+			t.cancelled.Store(false)
+		}
+		return
+	}
+	if t.cancelled.Load() {
+		return
+	}
+	t.cancelled.Store(true)
+	if t.loop != l {
+		to := t.loop
+		to.post(func() { to.deliver(t) })
+		return
+	}
+	l.deliverLocked(t, cause)
+}
+
+// deliverLocked cancels the context of t, a task of l, and interrupts its
+// wait unless it holds cancellation back. Run lock held.
+func (l *loop) deliverLocked(t *Task, cause error) {
 	if t.state == stateDone {
 		return
 	}
-	in := t.innermost()
-	cause := chainCause(in)
-	x := t.x
-	if x != nil || cause != nil {
-		x = t.extra()
-		x.dl = chainDeadline(in)
-	}
-	if cause == nil {
-		t.cancelled = false
-		return
-	}
-	if t.cancelled {
-		return
-	}
-	t.cancelled = true
 	t.cancelContext(cause)
-	if x.hold == 0 {
+	if x := t.x; x == nil || x.hold == 0 {
 		l.interrupt(t, cause)
 	}
 }
 
-// cancel cancels task t (its root scope, and so everything it started).
-func (l *loop) cancel(t *Task, cause error) {
-	if t.state == stateDone {
+// deliver is refresh's delivery, on the loop that owned t when it was
+// posted: if t has moved since, it is passed on.
+func (l *loop) deliver(t *Task) {
+	rs := l.rs
+	rs.lock()
+	if to := t.loop; to != l {
+		rs.unlock()
+		to.post(func() { to.deliver(t) })
 		return
 	}
+	if cause := t.cause(); cause != nil {
+		l.deliverLocked(t, cause)
+	}
+	rs.unlock()
+}
+
+// cancel cancels task t (its root scope, and so everything it started).
+func (l *loop) cancel(t *Task, cause error) {
 	l.cancelScope(&t.root, cause)
 }
 
@@ -295,6 +342,8 @@ func (l *loop) cancel(t *Task, cause error) {
 // it is a shield.
 func (t *Task) pushScope(s *scope) {
 	x := t.extra()
+	rs := t.rs
+	rs.lock()
 	s.task = t
 	s.link(t.innermost())
 	if !s.shielded() {
@@ -304,6 +353,7 @@ func (t *Task) pushScope(s *scope) {
 	}
 	x.cur = s
 	t.loop.refresh(t)
+	rs.unlock()
 }
 
 // popScope closes s, t's innermost scope, and makes its parent t's
@@ -313,6 +363,9 @@ func (t *Task) pushScope(s *scope) {
 func (t *Task) popScope(s *scope) {
 	l := t.loop
 	x := t.x
+	rs := t.rs
+	rs.lock()
+	defer rs.unlock()
 	if s.shielded() {
 		s.st.shield = false
 		cause := chainCause(s.parent)
@@ -340,13 +393,13 @@ func (t *Task) holdCancel() (release func()) {
 	return func() { x.hold-- }
 }
 
-// walkTasks calls fn for every live task of the loop, spawners before the
-// tasks they started.
-func (l *loop) walkTasks(fn func(*Task)) {
-	top := &l.root.root
+// walkTasks calls fn for every live task of the Run, spawners before the
+// tasks they started. Run lock held (or one loop).
+func (rs *runState) walkTasks(fn func(*Task)) {
+	top := &rs.root.root
 	s := top
 	for {
-		if t := s.task; t != nil && s == &t.root && t != &l.root {
+		if t := s.task; t != nil && s == &t.root && t != &rs.root {
 			fn(t)
 		}
 		if s.child != nil {
@@ -464,11 +517,14 @@ func (p *Promise[T]) cancelWith(cause error) {
 	if p.p.settled() {
 		return
 	}
-	l := t.loop
-	if cur := currentTask(); cur != nil && cur.loop == l {
-		l.cancel(t, cause) // on the loop: at once
+	if cur := currentTask(); cur != nil && cur.rs == t.rs {
+		cur.loop.cancel(t, cause) // from a task of the Run: at once
 		return
 	}
+	rs := t.rs
+	rs.lock()
+	l := t.loop
+	rs.unlock()
 	l.post(func() { l.cancel(t, cause) })
 }
 

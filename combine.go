@@ -106,9 +106,10 @@ func (t *Task) waitEach(ps []*promise, op string, visit func(i int) bool) error 
 	ws.firedList = ws.firedList[:0]
 	ws.multi = ws.multi[:0]
 	nodes := make([]waiter, len(pendingIdx))
+	t.pin++ // registrations stay on this loop between the waits below
 	for k, i := range pendingIdx {
 		w := &nodes[k]
-		w.task, w.index = t, i
+		w.task, w.index, w.loop, w.multi = t, i, t.loop, true
 		ws.multi = append(ws.multi, w)
 		if !ps[i].register(w) {
 			ws.fire(w) // settled since the first pass: it completed now
@@ -120,6 +121,7 @@ func (t *Task) waitEach(ps []*promise, op string, visit func(i int) bool) error 
 		}
 		ws.multi = ws.multi[:0]
 		ws.firedList = ws.firedList[:0]
+		t.pin--
 	}()
 	seen := 0
 	for {
@@ -132,6 +134,7 @@ func (t *Task) waitEach(ps []*promise, op string, visit func(i int) bool) error 
 			return nil
 		}
 		t.noteWaitSite(op)
+		t.newWait()
 		if err := t.block(waitMulti); err != nil {
 			return err
 		}

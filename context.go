@@ -45,15 +45,15 @@ func (*finishedError) Is(target error) bool { return target == context.Canceled 
 func (t *Task) context() context.Context {
 	x := t.extra()
 	if x.ctx == nil {
-		ctx, cancel := context.WithCancelCause(context.WithoutCancel(t.loop.ctx))
+		ctx, cancel := context.WithCancelCause(context.WithoutCancel(t.rs.ctx))
 		x.ctx = &taskContext{Context: ctx, cancel: cancel}
-		if d := x.dl; d != nil && !d.off {
+		if d := t.dl.Load(); d != nil && !d.off.Load() {
 			l := t.loop
 			x.ctx.deadline = l.clock.Now().Add(time.Duration(d.when - l.clock.Nanotime()))
 			x.ctx.hasDeadline = true
 		}
-		if t.cancelled {
-			t.cancelContext(t.cause())
+		if t.cancelled.Load() {
+			t.cancelContext(t.causeNow())
 		}
 	}
 	return x.ctx

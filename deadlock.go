@@ -1,23 +1,27 @@
 package weft
 
-import "slices"
-
-// onDeadlock handles a loop on which tasks are left but none can ever run
-// again: every live task waits on a promise, and no timer, fd wait or
-// off-loop work remains. It records a DeadlockError naming them and wakes
-// each one with it, so that they unwind.
+// onDeadlock handles a loop (the only one of its Run) on which tasks are
+// left but none can ever run again: every live task waits on a promise, a
+// channel, a lock..., and no timer, fd wait or off-loop work remains. It
+// records a DeadlockError naming them and wakes each one with it, so that
+// they unwind. (With several loops, the last idle loop does this for all:
+// runState.onDeadlockLocked.)
 func (l *loop) onDeadlock() {
-	var blocked []*Task
-	l.walkTasks(func(t *Task) {
-		if t.state == stateWaiting {
-			blocked = append(blocked, t)
-		}
-	})
+	rs := l.rs
+	blocked := rs.blockedTasks()
 	if len(blocked) == 0 {
 		panic("weft: internal error: deadlock with no blocked task")
 	}
-	slices.SortFunc(blocked, func(a, b *Task) int { return int(a.id) - int(b.id) })
-	d := &DeadlockError{MainBlocked: l.main.state != stateDone}
+	rs.deadlock.CompareAndSwap(nil, rs.deadlockError(blocked))
+	d := rs.deadlock.Load()
+	for _, t := range blocked {
+		l.interrupt(t, d)
+	}
+}
+
+// deadlockError describes the blocked tasks, in the order given.
+func (rs *runState) deadlockError(blocked []*Task) *DeadlockError {
+	d := &DeadlockError{MainBlocked: rs.main.state != stateDone}
 	for _, t := range blocked {
 		bt := BlockedTask{Name: t.name(), Func: t.funcName(), Started: t.spawnSite(), Op: "?", Waiting: "?"}
 		if ws := t.x.w; ws != nil {
@@ -26,10 +30,5 @@ func (l *loop) onDeadlock() {
 		}
 		d.Blocked = append(d.Blocked, bt)
 	}
-	if l.deadlock == nil {
-		l.deadlock = d
-	}
-	for _, t := range blocked {
-		l.interrupt(t, l.deadlock)
-	}
+	return d
 }

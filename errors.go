@@ -85,12 +85,13 @@ var (
 	errGoexit      = errors.New("weft: task called runtime.Goexit")
 )
 
-func (l *loop) isDeadlockErr(err error) bool {
-	if l.deadlock == nil {
+func (rs *runState) isDeadlockErr(err error) bool {
+	dl := rs.deadlock.Load()
+	if dl == nil {
 		return errors.Is(err, errAborted)
 	}
 	var d *DeadlockError
-	return (errors.As(err, &d) && d == l.deadlock) || errors.Is(err, errAborted)
+	return (errors.As(err, &d) && d == dl) || errors.Is(err, errAborted)
 }
 
 func funcPC(f any) uintptr { return reflect.ValueOf(f).Pointer() }

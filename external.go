@@ -12,11 +12,13 @@ package weft
 // and layerState (a value made on first use and closed when the loop
 // ends).
 
+import "sync/atomic"
+
 // extOp is one piece of off-loop work a task waits for.
 type extOp struct {
 	t    *Task
 	gen  uint32        // the wait generation the task waits with
-	done bool          // loop-owned: fn has returned
+	done atomic.Bool   // fn has returned (set on the loop that started it)
 	fin  chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
 }
 
@@ -35,9 +37,11 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 		// post is refused and there is nobody left to tell.
 		l.post(func() {
 			l.external--
-			op.done = true
+			op.done.Store(true)
+			// The task may have stopped waiting for op (cancelled) and moved
+			// to another loop since: waitTok is all we may read of it then.
 			t := op.t
-			if t.waitGen == op.gen && t.state == stateWaiting && t.waitKind == waitExternal {
+			if t.waitTok.Load() == op.gen && t.waitKind == waitExternal {
 				l.ready(t)
 			}
 		})
@@ -47,11 +51,10 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 // waitExternal suspends t until op is done. It returns the error of an
 // interruption (cancellation, unwinding); op then runs on.
 func (t *Task) waitExternal(op *extOp) error {
-	if op.done {
+	if op.done.Load() {
 		return nil
 	}
-	t.waitGen++
-	op.gen = t.waitGen
+	op.gen = t.newWait()
 	return t.block(waitExternal)
 }
 
@@ -60,12 +63,14 @@ func (t *Task) waitExternal(op *extOp) error {
 // returns. interrupt makes op return early (a deadline in the past).
 func (t *Task) finishExternal(op *extOp, interrupt func()) {
 	interrupt()
+	t.pin++ // op reports to this loop: stay until it is done
+	defer func() { t.pin-- }()
 	release := t.holdCancel()
-	for !op.done && !t.loop.aborted {
+	for !op.done.Load() && !t.loop.aborted {
 		t.waitExternal(op)
 	}
 	release()
-	if !op.done && op.fin != nil {
+	if !op.done.Load() && op.fin != nil {
 		// Run is unwinding and the loop no longer delivers completions:
 		// wait for fn itself, which uses the caller's memory.
 		<-op.fin
@@ -88,19 +93,22 @@ func layerOption[S any](o *options, key any, make func() *S) *S {
 
 // layerState returns the layer's state of type S for l's Run, stored under
 // key and made by make on first use; the close function make returns runs
-// when the loop ends, after the last task and before the poller closes.
-// Loop-owned: call it from a task of l.
+// when the Run ends, after the last task and before the pollers close.
+// Any task of the Run may call it.
 func layerState[S any](l *loop, key any, make func() (*S, func())) *S {
-	if s, ok := l.layers[key].(*S); ok {
+	rs := l.rs
+	rs.lock()
+	defer rs.unlock()
+	if s, ok := rs.layers[key].(*S); ok {
 		return s
 	}
 	s, closeFn := make()
-	if l.layers == nil {
-		l.layers = map[any]any{}
+	if rs.layers == nil {
+		rs.layers = map[any]any{}
 	}
-	l.layers[key] = s
+	rs.layers[key] = s
 	if closeFn != nil {
-		l.layerClose = append(l.layerClose, closeFn)
+		rs.layerClose = append(rs.layerClose, closeFn)
 	}
 	return s
 }

@@ -178,6 +178,7 @@ func (t *Task) waitFD(fd int, m poller.Mode) error {
 // event, or because the fd is being closed.
 func (t *Task) waitWatched(fd int, m poller.Mode) error {
 	t.extra()
+	t.newWait()
 	t.loop.fds.add(fd, m, t)
 	return t.block(waitFD)
 }

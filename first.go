@@ -138,32 +138,32 @@ func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (T, er
 	var zero T
 	l := t.loop
 	d = max(d, 0)
-	dl := &deadline{when: l.deadline(int64(d))}
+	dl := &deadline{when: l.deadline(int64(d)), tloop: l}
 	dl.timer = l.addTimer(int64(d), func() { l.expire(dl) })
 	var child *Task
 	p := spawnIn(t, t.innermost(), f, pc, func(c *Task) {
 		child = c
 		dl.scope = &c.root
-		c.root.state().dl = dl
-		if x := c.extra(); x.dl == nil || dl.when < x.dl.when {
-			x.dl = dl
+		c.root.state().dl = dl // c is not yet runnable: no other loop can see it
+		if old := c.dl.Load(); old == nil || dl.when < old.when {
+			c.dl.Store(dl)
 		}
 	})
 	cores := []*promise{&p.p}
 	err := t.waitEach(cores, "Timeout", func(int) bool { return true })
 	if err != nil {
-		l.cancel(child, err)
+		t.loop.cancel(child, err)
 	}
 	if jerr := t.join(cores, "Timeout"); jerr != nil && err == nil {
 		err = jerr
 	}
-	dl.off = true
-	l.timers.remove(dl.timer)
+	dl.off.Store(true)
+	t.loop.disarm(dl) // t may be on another loop by now
 	if err != nil {
 		return zero, err
 	}
 	v, ferr := p.result()
-	if dl.fired && ferr != nil && errors.Is(ferr, deadlineError{dl}) {
+	if dl.fired.Load() && ferr != nil && errors.Is(ferr, deadlineError{dl}) {
 		return zero, ErrTimeout
 	}
 	return v, ferr

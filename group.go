@@ -24,9 +24,12 @@ import (
 // everything else started there, the group's own cancellation included,
 // until that Protect returns.
 type TaskGroup struct {
-	owner   *Task
-	scope   scope // the body's scope; the group's tasks start in it
-	running int   // tasks started and not finished, daemons excepted
+	owner *Task // immutable
+	scope scope // the body's scope; the group's tasks start in it (run lock)
+
+	// The bookkeeping, under the run lock: the group's tasks may run on
+	// any loop of the Run.
+	running int // tasks started and not finished, daemons excepted
 	daemons []*Task
 	limit   int                       // SetLimit; 0: none
 	counted int                       // tasks counted against the limit: started, not finished
@@ -35,7 +38,8 @@ type TaskGroup struct {
 	idle    *Promise[struct{}]        // settled when a task ends during the join
 	errs    []error                   // failures (not cancellations), first one first
 	handler func(error)
-	done    atomic.Bool // Group has returned
+
+	done atomic.Bool // Group has returned
 }
 
 // Group runs body and every task body starts with the group's methods, and
@@ -68,7 +72,7 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 	defer func() {
 		r := recover()
 		if r != nil {
-			g.fail(newPanicError(r))
+			g.fail(t, newPanicError(r))
 		}
 		g.join(t)
 		t.popScope(&g.scope)
@@ -79,7 +83,7 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 		}
 	}()
 	if berr := body(g); berr != nil && !isCancellation(berr) {
-		g.fail(berr)
+		g.fail(t, berr)
 	}
 	return nil
 }
@@ -89,21 +93,32 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 func (g *TaskGroup) join(t *Task) {
 	release := t.holdCancel()
 	defer release()
+	rs := t.rs
+	rs.lock()
 	g.joining = true
+	rs.unlock()
 	for daemonsCancelled := false; ; {
+		rs.lock()
+		var stop []*Task
 		if g.running == 0 && !daemonsCancelled {
 			daemonsCancelled = true
-			for _, d := range g.daemons {
-				t.loop.cancel(d, errDaemonStopped)
-			}
+			stop = append(stop, g.daemons...)
 		}
 		if g.running == 0 && len(g.daemons) == 0 {
+			rs.unlock()
 			return
 		}
-		g.idle = &Promise[struct{}]{}
-		if err := t.awaitOne(&g.idle.p); err != nil {
+		idle := &Promise[struct{}]{}
+		g.idle = idle
+		rs.unlock()
+		for _, d := range stop {
+			t.loop.cancel(d, errDaemonStopped)
+		}
+		if err := t.awaitOne(&idle.p); err != nil {
 			// The loop is unwinding (deadlock, Goexit): stop waiting.
+			rs.lock()
 			g.errs = append(g.errs, err)
+			rs.unlock()
 			return
 		}
 	}
@@ -111,25 +126,34 @@ func (g *TaskGroup) join(t *Task) {
 
 // result is Group's error once everything has finished.
 func (g *TaskGroup) result(t *Task) error {
+	rs := t.rs
+	rs.lock()
+	errs := g.errs
+	rs.unlock()
 	switch {
-	case len(g.errs) == 1:
-		return g.errs[0]
-	case len(g.errs) > 1:
-		return errors.Join(g.errs...)
+	case len(errs) == 1:
+		return errs[0]
+	case len(errs) > 1:
+		return errors.Join(errs...)
 	}
 	// A cancellation from outside the group is the caller's business:
 	// report it so that the caller's code stops.
-	if t.cancelled {
-		return t.cause()
+	if t.cancelled.Load() {
+		return t.causeNow()
 	}
 	return nil
 }
 
-// fail records a failure; the first one cancels the group.
-func (g *TaskGroup) fail(err error) {
+// fail records a failure; the first one cancels the group. cur is the
+// task calling (its loop runs the cancellation).
+func (g *TaskGroup) fail(cur *Task, err error) {
+	rs := cur.rs
+	rs.lock()
 	g.errs = append(g.errs, err)
-	if len(g.errs) == 1 {
-		g.owner.loop.cancelScope(&g.scope, groupCancelError{first: err})
+	first := len(g.errs) == 1
+	rs.unlock()
+	if first {
+		cur.loop.cancelScope(&g.scope, groupCancelError{first: err})
 	}
 }
 
@@ -232,8 +256,7 @@ func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
 	}
 	cur := g.caller("TaskGroup.Start")
 	started, settle := NewPromise[struct{}]()
-	var called atomic.Bool
-	waiting := true // loop-owned: Start's caller still waits for the answer
+	var called, gaveUp atomic.Bool // ready was called; Start's caller stopped waiting
 	ready := func() {
 		if !called.CompareAndSwap(false, true) {
 			panic("weft: TaskGroup.Start: ready called twice")
@@ -242,7 +265,7 @@ func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
 	}
 	startIn(g, "TaskGroup.Start", pc, groupTask, func(t *Task) (v struct{}, err error) {
 		defer func() {
-			if called.Load() || !waiting {
+			if called.Load() || gaveUp.Load() {
 				return
 			}
 			// Finished before ready: the caller of Start gets the failure.
@@ -259,7 +282,7 @@ func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
 	})
 	_, err := started.Await(cur)
 	if err != nil && !called.Load() && isCancellation(err) && !started.Settled() {
-		waiting = false // the caller gave up: failures now count for the group
+		gaveUp.Store(true) // the caller gave up: failures now count for the group
 	}
 	return err
 }
@@ -273,17 +296,19 @@ func (g *TaskGroup) Cancel() {
 	if g.done.Load() {
 		return
 	}
+	if cur := currentTask(); cur != nil && cur.rs == g.owner.rs {
+		cur.loop.cancelScope(&g.scope, context.Canceled)
+		return
+	}
+	rs := g.owner.rs
+	rs.lock()
 	l := g.owner.loop
-	cancel := func() {
+	rs.unlock()
+	l.post(func() {
 		if !g.done.Load() {
 			l.cancelScope(&g.scope, context.Canceled)
 		}
-	}
-	if cur := currentTask(); cur != nil && cur.loop == l {
-		cancel()
-		return
-	}
-	l.post(cancel)
+	})
 }
 
 // SetLimit limits the group to n tasks running at once (started with Go,
@@ -295,9 +320,12 @@ func (g *TaskGroup) Cancel() {
 // back new calls until the count is below it. Call it from a task of the
 // group's loop.
 func (g *TaskGroup) SetLimit(n int) {
-	g.caller("TaskGroup.SetLimit")
+	cur := g.caller("TaskGroup.SetLimit")
+	cur.rs.lock()
 	g.limit = max(n, 0)
-	g.grantSlots()
+	granted := g.grantSlots()
+	cur.rs.unlock()
+	settleAll(cur, granted)
 }
 
 // Handle makes h the group's failure handler: from then on, the failure of
@@ -311,16 +339,18 @@ func (g *TaskGroup) SetLimit(n int) {
 // A server puts each connection in such a group, so that one client's
 // failure (a reset, a bad request) cannot stop it.
 func (g *TaskGroup) Handle(h func(err error)) {
-	g.caller("TaskGroup.Handle")
+	cur := g.caller("TaskGroup.Handle")
+	cur.rs.lock()
 	g.handler = h
+	cur.rs.unlock()
 }
 
 // caller returns the calling task, checking first that it is a task of the
 // group's loop and that the group is still open: a misuse panics.
 func (g *TaskGroup) caller(op string) *Task {
 	cur := currentTask()
-	if cur == nil || cur.loop != g.owner.loop {
-		panic("weft: " + op + " called outside the tasks of its group's loop")
+	if cur == nil || cur.rs != g.owner.rs {
+		panic("weft: " + op + " called outside the tasks of its group's Run")
 	}
 	if g.done.Load() {
 		panic("weft: " + op + " called after its Group returned")
@@ -331,13 +361,21 @@ func (g *TaskGroup) caller(op string) *Task {
 // startIn starts f as a task of g on behalf of the calling task.
 func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f func(t *Task) (T, error)) *Promise[T] {
 	cur := g.caller(op)
+	rs := cur.rs
 	if kind == groupTask {
+		rs.lock()
+		var slot *Promise[struct{}]
 		if g.limit > 0 && (g.counted >= g.limit || g.slots.len() > 0) {
-			g.waitSlot(cur) // returns with a slot reserved
+			slot = &Promise[struct{}]{}
+			g.slots.push(slot) // grantSlots reserves its place in counted
 		} else {
 			g.counted++
 		}
 		g.running++
+		rs.unlock()
+		if slot != nil {
+			g.waitSlot(cur, slot)
+		}
 	}
 	wrapped := func(t *Task) (v T, err error) {
 		defer func() {
@@ -348,9 +386,14 @@ func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f f
 		}()
 		return f(t)
 	}
-	return spawnIn(cur, g.startScope(cur), wrapped, pc, func(c *Task) {
+	rs.lock()
+	parent := g.startScope(cur)
+	rs.unlock()
+	return spawnIn(cur, parent, wrapped, pc, func(c *Task) {
 		if kind == groupDaemon {
+			rs.lock()
 			g.daemons = append(g.daemons, c)
+			rs.unlock()
 		}
 	})
 }
@@ -358,7 +401,7 @@ func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f f
 // startScope is the scope a group task started by cur begins in: the
 // group's, unless cur's code is inside a Protect opened within the group
 // (or anywhere, for a task outside it), whose shield then covers the new
-// task too.
+// task too. Run lock held.
 func (g *TaskGroup) startScope(cur *Task) *scope {
 	for s := cur.innermost(); s != nil; s = s.parent {
 		if s == &g.scope {
@@ -374,10 +417,13 @@ func (g *TaskGroup) startScope(cur *Task) *scope {
 // taskDone reports the end of a group task to the group: it runs in the
 // task's own code, as its last act.
 func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
+	rs := t.rs
+	rs.lock()
+	var granted []*Promise[struct{}]
 	if kind == groupTask {
 		g.running--
 		g.counted--
-		g.grantSlots()
+		granted = g.grantSlots()
 	} else {
 		for i, d := range g.daemons {
 			if d == t {
@@ -386,50 +432,67 @@ func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
 			}
 		}
 	}
+	h := g.handler
+	var idle *Promise[struct{}]
+	if g.joining {
+		idle = g.idle
+	}
+	rs.unlock()
+	settleAll(t, granted)
 	// The group reports the failure (or its handler takes it); Run need not.
 	t.job.promiseCore().markHandled()
 	if err != nil && !isCancellation(err) {
-		if h := g.handler; h != nil {
-			t.atExit(func() { g.handle(h, err) })
+		if h != nil {
+			t.atExit(func() { g.handle(t, h, err) })
 		} else {
-			g.fail(err)
+			g.fail(t, err)
 		}
 	}
-	if g.joining && g.idle != nil {
-		g.idle.settle(struct{}{}, nil, t.loop)
+	if idle != nil {
+		idle.settle(struct{}{}, nil, t.loop)
 	}
 }
 
 // handle passes a failure to the handler; a panic in it fails the group.
-func (g *TaskGroup) handle(h func(error), err error) {
+func (g *TaskGroup) handle(t *Task, h func(error), err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			g.fail(newPanicError(r))
+			g.fail(t, newPanicError(r))
 		}
 	}()
 	h(err)
 }
 
-// waitSlot suspends cur until the group grants it a slot under its limit
-// (grantSlots reserves it: counted already includes it).
-func (g *TaskGroup) waitSlot(cur *Task) {
+// waitSlot suspends cur until the group grants slot, its place under the
+// limit (grantSlots reserves it: counted already includes it).
+func (g *TaskGroup) waitSlot(cur *Task, slot *Promise[struct{}]) {
 	release := cur.holdCancel()
 	defer release()
-	p := &Promise[struct{}]{}
-	g.slots.push(p)
-	if err := cur.awaitOne(&p.p); err != nil {
+	if err := cur.awaitOne(&slot.p); err != nil {
 		// The loop is unwinding (deadlock, Goexit): start the task and let
 		// it fail; the slot it takes is its own.
+		cur.rs.lock()
 		g.counted++
+		cur.rs.unlock()
 	}
 }
 
 // grantSlots lets through as many Go calls waiting for a slot as the
-// limit now allows, first come first served, reserving their slots.
-func (g *TaskGroup) grantSlots() {
+// limit now allows, first come first served, reserving their slots, and
+// returns their promises for the caller to settle outside the run lock.
+// Run lock held.
+func (g *TaskGroup) grantSlots() []*Promise[struct{}] {
+	var granted []*Promise[struct{}]
 	for g.slots.len() > 0 && (g.limit == 0 || g.counted < g.limit) {
 		p, _ := g.slots.pop()
 		g.counted++
-		p.settle(struct{}{}, nil, g.owner.loop)
+		granted = append(granted, p)
+	}
+	return granted
+}
+
+func settleAll(cur *Task, ps []*Promise[struct{}]) {
+	for _, p := range ps {
+		p.settle(struct{}{}, nil, cur.loop)
 	}
 }

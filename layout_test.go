@@ -18,10 +18,10 @@ import (
 // structured-concurrency combinators. Every other non-test file of the
 // package belongs to a layer (net, pipes, offload, sync).
 var coreFiles = []string{
-	"callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
+	"balance.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
 	"doc.go", "errors.go", "external.go", "fdwait.go", "first.go", "group.go",
 	"labels.go", "loop.go", "park.go", "promise.go", "queue.go",
-	"readiness_unix.go", "readynow_*.go", "run.go", "sched.go", "task.go",
+	"readiness_unix.go", "readynow_*.go", "run.go", "runstate.go", "sched.go", "task.go",
 	"timers.go", "unobserved.go",
 }
 

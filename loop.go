@@ -41,11 +41,8 @@ package weft
 // task that wakes it, and two tasks taking turns all switch directly.
 
 import (
-	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/weft-go/weft/internal/clock"
 	"github.com/weft-go/weft/internal/coro"
@@ -60,12 +57,16 @@ const pollEvery = 61
 const maxIdleCoros = 1024
 
 type loop struct {
+	rs *runState // the Run this loop is one of (runstate.go)
+	id int       // its index in rs.loops
+
+	// The run queue: loop-owned even with several loops (another loop
+	// never touches it; a loop hands tasks over itself: balance.go).
 	runq    queue[*Task] // runnable interactive tasks, FIFO (see sched.go)
 	batchq  queue[*Task] // runnable batch tasks, FIFO
 	current *Task        // the running task, nil while the scheduler runs
-	root    Task         // sentinel parent of main: every live task descends from it
-	main    *Task
-	live    int // tasks started and not done
+	driver  *Task        // a task driving the scheduler from its coroutine (see suspend)
+	live    int          // tasks started on this loop minus tasks finished on it
 
 	clock  clock.Clock
 	timers timerHeap
@@ -81,14 +82,8 @@ type loop struct {
 	// declaring a deadlock.
 	external int
 
-	layers     map[any]any      // the layers' per-Run state (layerState), by key
-	layerClose []func()         // ... closed when the loop ends, in order
-	layerOpts  map[any]any      // the layers' settings (layerOption), by key
-	idle       []*coro.Coro     // finished coroutines kept for reuse
-	failures   []*failureRecord // the first unobserved failures, in the order they happened
-	report     *failureReport   // shared with the failure records (unobserved.go)
-	logger     *slog.Logger     // nil: reports are off
-	ids        uint32           // last task id given out
+	idle []*coro.Coro // finished coroutines kept for reuse
+	ids  uint32       // task ids given out by this loop (newTask)
 
 	// Scheduling (sched.go).
 	interval   int64 // the switch interval, ns
@@ -106,11 +101,9 @@ type loop struct {
 	sliceWakes uint64 // wakes when the slice started
 	wakes      uint64 // tasks woken by events (not those that gave way)
 
-	deadlock *DeadlockError // the first deadlock found; waits fail fast with it after
-	aborted  bool           // Run is unwinding after a Goexit in a task
-
-	ctx    context.Context // values for every task's Context
-	labels unsafe.Pointer  // the profiler labels of Run's goroutine; every task starts with them (labels.go)
+	aborted bool        // Run is unwinding after a Goexit in a task
+	isIdle  bool        // run lock: counted in rs.idle (multi only)
+	summary loopSummary // run lock: published when the loop goes idle (balance.go)
 
 	atEnd    []func() // run as the loop closes (netconn.go)
 	ioTimers int      // I/O deadline timers in the heap (deadline.go)
@@ -124,36 +117,21 @@ type loop struct {
 	closed   bool                // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
 	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
+	hungry   atomic.Bool   // asleep with nothing to run: a push elsewhere may wake it to steal
 	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 
-func newLoop(o options) (*loop, error) {
+func newLoop(rs *runState, id int, o options) (*loop, error) {
 	p, err := poller.New(o.backend)
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{poller: p, caps: p.Caps(), ctx: o.ctx, labels: getProfLabel()}
-	if l.ctx == nil {
-		l.ctx = context.Background()
-	}
-	l.clock = o.clock
-	if l.clock == nil {
-		l.clock = clock.NewReal()
-	}
-	l.root.loop = l
-	l.root.state = stateRunning
-	l.root.root.task = &l.root
-	l.logger = slog.Default()
-	if o.loggerSet {
-		l.logger = o.logger
-	}
-	l.report = &failureReport{logger: l.logger}
+	l := &loop{rs: rs, id: id, poller: p, caps: p.Caps(), clock: rs.clock}
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)
 	}
-	l.layerOpts = o.layer
 	return l, nil
 }
 
@@ -225,6 +203,7 @@ func (l *loop) drainInbox() {
 func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
+		t.waitTok.Store(0)
 	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
@@ -241,6 +220,9 @@ func (l *loop) pick() *Task {
 	if l.ticks++; l.ticks >= pollEvery {
 		l.ticks = 0
 		l.pollNow()
+	}
+	if l.rs.multi && l.rs.hungry.Load() > 0 {
+		l.shed()
 	}
 	t, ok := l.popRunnable()
 	if !ok {
@@ -278,6 +260,10 @@ func (l *loop) resume(t *Task, nested bool) {
 	l.current = nil
 	if done {
 		l.recycle(t)
+	} else if to := t.moveTo; to != nil {
+		// t asked to move and has switched out: it may go now.
+		t.moveTo = nil
+		l.send(to, []*Task{t})
 	}
 }
 
@@ -304,10 +290,12 @@ func (l *loop) begin(t *Task) {
 // resumes that one at depth one, so that it can hand over directly to the
 // next.
 func (l *loop) suspend(t *Task) {
-	if !t.nested && !l.aborted {
+	if !t.nested && !l.aborted && t.moveTo == nil {
+		l.driver = t // it may be queued, but its coroutine is busy: it must not move
 		for {
 			next := l.pick()
 			if next == t {
+				l.driver = nil
 				t.state = stateRunning
 				l.begin(t)
 				return
@@ -320,6 +308,7 @@ func (l *loop) suspend(t *Task) {
 				break
 			}
 		}
+		l.driver = nil
 	}
 	l.current = nil
 	if !t.co.Suspend() {
@@ -354,8 +343,17 @@ func (l *loop) recycle(t *Task) {
 // run is the loop goroutine's scheduler. It returns when nothing is left.
 func (l *loop) run() {
 	for {
+		if l.aborted {
+			return
+		}
 		if t := l.pick(); t != nil {
 			l.resume(t, false)
+			continue
+		}
+		if l.rs.multi {
+			if l.idleMulti() {
+				return
+			}
 			continue
 		}
 		if l.live == 0 && l.external == 0 {
@@ -364,7 +362,7 @@ func (l *loop) run() {
 		if l.inboxLen.Load() != 0 {
 			continue
 		}
-		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAlive() {
+		if l.timers.len() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAliveLocked() {
 			l.onDeadlock()
 			continue
 		}
@@ -380,7 +378,7 @@ func (l *loop) block() {
 	if next := l.timers.peek(); next != nil {
 		timeout = max(0, next.when-l.clock.Nanotime())
 		if l.clock.Virtual() {
-			if l.fds.waiting == 0 && l.external == 0 {
+			if l.fds.waiting == 0 && l.external == 0 && !l.rs.multi {
 				l.clock.AdvanceTo(next.when)
 				l.fireTimers()
 				return
@@ -468,8 +466,9 @@ func (l *loop) interrupt(t *Task, err error) {
 	l.ready(t)
 }
 
-// close ends the loop: no more posts, coroutines and poller released.
-func (l *loop) close() {
+// closeInbox ends the loop's life: no more posts (late descriptor
+// releases run at once), the idle coroutines released.
+func (l *loop) closeInbox() {
 	l.inboxMu.Lock()
 	l.closed = true
 	l.inbox = nil
@@ -489,8 +488,4 @@ func (l *loop) close() {
 		c.Close()
 	}
 	l.idle = nil
-	for _, fn := range l.layerClose {
-		fn()
-	}
-	l.poller.Close()
 }

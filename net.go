@@ -135,8 +135,8 @@ func (ln *Listener) Accept(t *Task) (*Conn, error) {
 		} else {
 			delay = min(2*delay, time.Second)
 		}
-		if ln.emfile.CompareAndSwap(false, true) && ln.loop.logger != nil {
-			ln.loop.logger.Warn("weft: accept: out of file descriptors; retrying with back-off",
+		if ln.emfile.CompareAndSwap(false, true) && ln.loop.rs.logger != nil {
+			ln.loop.rs.logger.Warn("weft: accept: out of file descriptors; retrying with back-off",
 				"addr", ln.impl.addr().String(), "err", err)
 		}
 		if err := t.Sleep(delay); err != nil {

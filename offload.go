@@ -253,7 +253,7 @@ func offloadSettingsOf(o *options) *offloadSettings {
 func poolOf(l *loop) *offloadPool {
 	return layerState(l, offloadKey{}, func() (*offloadPool, func()) {
 		var s offloadSettings
-		if set, ok := l.layerOpts[offloadKey{}].(*offloadSettings); ok {
+		if set, ok := l.rs.layerOpts[offloadKey{}].(*offloadSettings); ok {
 			s = *set
 		}
 		workers := s.workers

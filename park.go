@@ -55,6 +55,7 @@ type keepAliveSource interface {
 type parkWaiter struct {
 	task       *Task
 	gen        uint32      // the wait generation this registration wakes
+	loop       *loop       // the loop the task waits on (it cannot move while it does)
 	prev, next *parkWaiter // the source's queue links, under its lock
 	queued     bool        // linked in the source's queue, under its lock
 	state      uint32      // the source's use (handed, withdrawn, ...)
@@ -65,7 +66,8 @@ type parkWaiter struct {
 // preparePark readies w for a new wait of t; call it before linking w.
 func (t *Task) preparePark(w *parkWaiter) {
 	w.task = t
-	w.gen = t.waitGen + 1
+	w.loop = t.loop
+	w.gen = t.newWait()
 }
 
 // park suspends t in the wait w was prepared for, on behalf of src; op
@@ -76,15 +78,14 @@ func (t *Task) preparePark(w *parkWaiter) {
 // checks t.cancelPoint before preparing the wait.
 func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 	l := t.loop
-	if l.deadlock != nil {
+	if d := l.rs.deadlock.Load(); d != nil {
 		src.withdraw(w)
-		return l.deadlock
+		return d
 	}
 	if l.aborted {
 		src.withdraw(w)
 		return errAborted
 	}
-	t.waitGen = w.gen
 	x := t.extra()
 	x.park, x.parkW = src, w
 	ws := t.waitState()
@@ -103,8 +104,7 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 // inbox. Call it after unlinking w, outside the source's lock if the
 // source can be used from several loops.
 func (w *parkWaiter) wake(from *Task) {
-	t, gen := w.task, w.gen
-	l := t.loop
+	t, gen, l := w.task, w.gen, w.loop
 	if from != nil && from.loop == l {
 		l.unpark(t, gen)
 		return
@@ -114,7 +114,9 @@ func (w *parkWaiter) wake(from *Task) {
 
 // unpark readies t if it still waits in the parked wait of generation gen.
 func (l *loop) unpark(t *Task, gen uint32) {
-	if t.waitGen == gen && t.state == stateWaiting && t.waitKind == waitPark {
+	// A stale wake may come after the task moved to another loop: waitTok
+	// is all it may read then.
+	if t.waitTok.Load() == gen && t.waitKind == waitPark {
 		l.ready(t)
 	}
 }
@@ -122,15 +124,16 @@ func (l *loop) unpark(t *Task, gen uint32) {
 // postRecheck asks the loop of the parked task behind w to look again at
 // whether it is deadlocked (a keepAliveSource's answer turned false).
 func (w *parkWaiter) postRecheck() {
-	w.task.loop.post(func() {})
+	w.loop.post(func() {})
 }
 
-// parkedKeepAlive reports whether some task of the loop is parked on a
-// source that can still be satisfied from outside the loops.
-func (l *loop) parkedKeepAlive() bool {
+// parkedKeepAliveLocked reports whether some task of the loop is parked on
+// a source that can still be satisfied from outside the loops (run lock
+// held, or one loop).
+func (l *loop) parkedKeepAliveLocked() bool {
 	alive := false
-	l.walkTasks(func(t *Task) {
-		if alive || t.state != stateWaiting || t.waitKind != waitPark {
+	l.rs.walkTasks(func(t *Task) {
+		if alive || t.loop != l || t.state != stateWaiting || t.waitKind != waitPark {
 			return
 		}
 		if k, ok := t.x.park.(keepAliveSource); ok && k.keepsAlive() {

@@ -84,10 +84,13 @@ func (p *promise) unlock() { p.state.And(^lockedBit) }
 // waiter is one registration of a waiting task on a promise.
 type waiter struct {
 	task       *Task
+	loop       *loop    // the loop the task waits on (it cannot move while it does)
 	on         *promise // the promise registered with, if any (loop-owned)
 	prev, next *waiter  // guarded by on.mu
 	linked     bool     // guarded by on.mu
+	multi      bool     // one of a multi-wait's registrations (fresh for each call)
 	gen        uint32   // registration generation; written under on.mu
+	tgen       uint32   // the task's wait generation when it registered (single waits)
 	index      int      // multi-waits: the promise's position in the call
 }
 
@@ -180,8 +183,9 @@ func (p *promise) unlink(w *waiter) {
 }
 
 type wake struct {
-	w   *waiter
-	gen uint32
+	w         *waiter
+	gen, tgen uint32
+	loop      *loop
 }
 
 // settle resolves p once; from is the loop the caller runs on (nil when
@@ -225,7 +229,7 @@ func (p *Promise[T]) settleWaiters(v T, err error, final uint32, from *loop) boo
 	wakes := buf[:0]
 	for w := c.head; w != nil; {
 		next := w.next
-		wakes = append(wakes, wake{w, w.gen})
+		wakes = append(wakes, wake{w, w.gen, w.tgen, w.loop})
 		w.prev, w.next, w.linked = nil, nil, false
 		w = next
 	}
@@ -233,25 +237,30 @@ func (p *Promise[T]) settleWaiters(v T, err error, final uint32, from *loop) boo
 	// Publish the result and release the lock in one store.
 	c.state.Store(s&^(phaseMask|lockedBit) | final)
 	for _, wk := range wakes {
-		l := wk.w.task.loop
+		l := wk.loop
 		if l == from {
-			l.notify(wk.w, wk.gen)
+			l.notify(wk.w, wk.gen, wk.tgen)
 		} else {
-			w, gen := wk.w, wk.gen
-			l.post(func() { l.notify(w, gen) })
+			w, gen, tgen := wk.w, wk.gen, wk.tgen
+			l.post(func() { l.notify(w, gen, tgen) })
 		}
 	}
 	return true
 }
 
 // notify tells the task behind w, on its loop, that w's promise settled.
-func (l *loop) notify(w *waiter, gen uint32) {
+func (l *loop) notify(w *waiter, gen, tgen uint32) {
+	t := w.task
+	if !w.multi && t.waitTok.Load() != tgen {
+		// The wait ended another way (cancelled) and the task may have moved
+		// to another loop and reused w since: waitTok is all we may read.
+		return
+	}
 	if w.gen != gen {
 		return // the wait was withdrawn; this wake is stale
 	}
-	t := w.task
 	w.on = nil
-	if ws := t.x.w; w != &ws.single {
+	if ws := t.x.w; w.multi {
 		// One of several promises a multi-wait registered with: record the
 		// completion order even if the task is already awake.
 		ws.fire(w)
@@ -344,6 +353,8 @@ func (t *Task) awaitOne(p *promise) error {
 		return err
 	}
 	ws := t.waitState()
+	ws.single.tgen = t.newWait()
+	ws.single.loop = t.loop
 	if !p.register(&ws.single) {
 		return nil
 	}
@@ -358,9 +369,9 @@ func (t *Task) promiseWaitAllowed() error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
-	if l := t.loop; l.deadlock != nil {
-		return l.deadlock
-	} else if l.aborted {
+	if d := t.rs.deadlock.Load(); d != nil {
+		return d
+	} else if t.loop.aborted {
 		return errAborted
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/weft-go/weft/internal/clock"
@@ -22,6 +23,8 @@ type options struct {
 	layer     map[any]any // the layers' settings (layerOption)
 	logger    *slog.Logger
 	loggerSet bool
+	loops     int // WithLoops
+	loopsSet  bool
 	err       error // a bad option; Run returns it
 }
 
@@ -73,30 +76,40 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	if o.err != nil {
 		return zero, o.err
 	}
-	l, err := newLoop(o)
+	rs, err := newRunState(o)
 	if err != nil {
 		return zero, err
 	}
-	c := newTask(l, &l.root.root, main, 0)
-	l.main = &c.task
-	l.ready(l.main)
-	if stop := l.watchRunContext(); stop != nil {
+	l := rs.loops[0]
+	c := newTask(l, &rs.root.root, main, 0)
+	rs.main = &c.task
+	l.ready(rs.main)
+	if stop := rs.watchContext(); stop != nil {
 		defer stop()
 	}
+	rs.startLoops()
 
 	finished := false
 	defer func() {
 		if !finished {
-			l.abort() // a Goexit is passing through
+			rs.abort(l) // a Goexit is passing through
 		}
 	}()
 	l.run()
+	if l.aborted {
+		// A task of another loop called runtime.Goexit: unwind this loop
+		// too, and end this goroutine as that one ended.
+		finished = true
+		rs.abort(l)
+		runtime.Goexit()
+	}
 	finished = true
-	l.close()
+	rs.stopped.Wait()
+	rs.close()
 
 	var errs []error
 	v := c.promise.val
-	if d := l.deadlock; d != nil && d.MainBlocked {
+	if d := rs.deadlock.Load(); d != nil && d.MainBlocked {
 		v = zero
 		errs = append(errs, d)
 	} else {
@@ -107,7 +120,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 			errs = append(errs, d)
 		}
 	}
-	errs = append(errs, l.unobservedErrors()...)
+	errs = append(errs, rs.unobservedErrors()...)
 	switch len(errs) {
 	case 0:
 		return v, nil
@@ -117,31 +130,132 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	return v, errors.Join(errs...)
 }
 
-// watchRunContext cancels main when Run's context is cancelled.
-func (l *loop) watchRunContext() (stop func() bool) {
-	if l.ctx.Done() == nil {
+// newRunState makes a Run's state and its loops.
+func newRunState(o options) (*runState, error) {
+	n := loopCount(&o)
+	rs := &runState{multi: n > 1, ctx: o.ctx, labels: getProfLabel(), layerOpts: o.layer}
+	if rs.ctx == nil {
+		rs.ctx = context.Background()
+	}
+	rs.clock = o.clock
+	if rs.clock == nil {
+		rs.clock = clock.NewReal()
+	}
+	rs.logger = slog.Default()
+	if o.loggerSet {
+		rs.logger = o.logger
+	}
+	rs.report = &failureReport{logger: rs.logger}
+	for i := range n {
+		l, err := newLoop(rs, i, o)
+		if err != nil {
+			for _, l := range rs.loops {
+				l.poller.Close()
+			}
+			return nil, err
+		}
+		rs.loops = append(rs.loops, l)
+	}
+	rs.root.loop = rs.loops[0]
+	rs.root.rs = rs
+	rs.root.state = stateRunning
+	rs.root.root.task = &rs.root
+	return rs, nil
+}
+
+// startLoops starts the goroutines of loops 1 to n-1 (loop 0 runs on
+// Run's goroutine).
+func (rs *runState) startLoops() {
+	for _, l := range rs.loops[1:] {
+		rs.stopped.Add(1)
+		go func() {
+			defer rs.stopped.Done()
+			finished := false
+			defer func() {
+				if !finished {
+					rs.requestAbort() // a Goexit is passing through this loop
+					l.unwind()
+				}
+			}()
+			l.run()
+			finished = true
+			if l.aborted {
+				l.unwind()
+			}
+		}()
+	}
+}
+
+// close ends the Run once every loop has stopped: no more posts, the
+// layers' state closed, coroutines and pollers released.
+func (rs *runState) close() {
+	for _, l := range rs.loops {
+		l.closeInbox()
+	}
+	for _, fn := range rs.layerClose {
+		fn()
+	}
+	for _, l := range rs.loops {
+		l.poller.Close()
+	}
+}
+
+// watchContext cancels main when Run's context is cancelled.
+func (rs *runState) watchContext() (stop func() bool) {
+	if rs.ctx.Done() == nil {
 		return nil
 	}
-	return context.AfterFunc(l.ctx, func() {
-		cause := asCancellation(context.Cause(l.ctx))
-		l.post(func() { l.cancel(l.main, cause) })
+	return context.AfterFunc(rs.ctx, func() {
+		cause := asCancellation(context.Cause(rs.ctx))
+		rs.lock()
+		l := rs.main.loop
+		rs.unlock()
+		l.post(func() { l.cancel(rs.main, cause) })
 	})
 }
 
-// abort tears the loop down while a runtime.Goexit passes through Run: each
-// task still suspended on a coroutine is unwound (its wait returns an
-// error) so that no goroutine is left, and the loop is closed.
-func (l *loop) abort() {
-	l.aborted = true
-	l.report.ended.Store(true) // no error will be returned: nothing to log either
-	var busy []*coro.Coro
-	l.walkTasks(func(t *Task) {
-		if t.co != nil && t.co.Busy() {
-			busy = append(busy, t.co)
-		}
-	})
-	for _, c := range busy {
-		c.Close()
+// abort tears the Run down while a runtime.Goexit passes through loop l's
+// goroutine (or after another loop's): every loop stops and unwinds its
+// tasks, so that no goroutine is left; on Run's goroutine it waits for the
+// other loops and closes the Run.
+func (rs *runState) abort(l *loop) {
+	rs.requestAbort()
+	l.unwind()
+	if l.id == 0 {
+		rs.stopped.Wait()
+		rs.close()
 	}
-	l.close()
+}
+
+// requestAbort makes every loop stop and unwind (once).
+func (rs *runState) requestAbort() {
+	if !rs.aborting.CompareAndSwap(false, true) {
+		return
+	}
+	rs.report.ended.Store(true) // no error will be returned: nothing to log either
+	for _, l := range rs.loops {
+		l.post(func() { l.aborted = true })
+	}
+}
+
+// unwind closes every coroutine of l's tasks that is still suspended: each
+// one's wait returns an error and it unwinds, its defers run.
+func (l *loop) unwind() {
+	l.aborted = true
+	for {
+		var busy []*coro.Coro
+		l.rs.lock()
+		l.rs.walkTasks(func(t *Task) {
+			if t.loop == l && t.co != nil && t.co.Busy() {
+				busy = append(busy, t.co)
+			}
+		})
+		l.rs.unlock()
+		if len(busy) == 0 {
+			return
+		}
+		for _, c := range busy {
+			c.Close()
+		}
+	}
 }

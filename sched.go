@@ -116,7 +116,7 @@ func (l *loop) checkBatchDue(now int64) {
 func (t *Task) Checkpoint() error {
 	t.check("Checkpoint")
 	l := t.loop
-	if l.cpLeft--; l.cpLeft > 0 && l.preempt.Load() == 0 && !t.cancelled {
+	if l.cpLeft--; l.cpLeft > 0 && l.preempt.Load() == 0 && !t.cancelled.Load() {
 		return nil
 	}
 	return t.checkpoint()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft/internal/coro"
@@ -19,7 +20,8 @@ import (
 // (a plain `go` statement inside a task, say) or after the task finished is
 // a programming error and panics with a message starting "weft:".
 type Task struct {
-	loop *loop
+	loop *loop      // the loop that owns the task now; written under the run lock (balance.go)
+	rs   *runState  // immutable: its Run
 	co   *coro.Coro // the coroutine running the task; nil before start and after finish
 	job  taskJob    // the typed half: runs the function, settles the promise
 
@@ -31,9 +33,14 @@ type Task struct {
 
 	state     taskState
 	waitKind  waitKind
-	nested    bool   // resumed by a driving task: must switch back to it
-	cancelled bool   // some cancellation applies: see Task.cause
-	waitGen   uint32 // bumped per wait; wakes naming an older one are dropped
+	nested    bool                     // resumed by a driving task: must switch back to it
+	local     bool                     // started by Local: never leaves its loop
+	cancelled atomic.Bool              // some cancellation applies: see Task.cause
+	waitGen   uint32                   // bumped per wait; wakes naming an older one are dropped
+	waitTok   atomic.Uint32            // waitGen while waiting, 0 otherwise: stale wakes posted to a loop that no longer owns the task check it, and nothing else (balance.go)
+	pin       int32                    // > 0 while the task holds registrations on its loop between waits: it must not move
+	moveTo    *loop                    // the loop the task asked to move to, set until its resumer sends it (balance.go)
+	dl        atomic.Pointer[deadline] // the earliest deadline on its scope chain (cancel.go); written under the run lock
 	id        uint32
 	spawnPC   uintptr    // where Go (or Run) was called
 	x         *taskExtra // what only some tasks need, made on first use
@@ -44,10 +51,9 @@ type Task struct {
 // about a third of a nanosecond per byte, more than anything else in a
 // spawn but the coroutine switch).
 type taskExtra struct {
-	wakeErr     error     // delivered by interrupt to the current wait
-	cur         *scope    // the innermost scope the task's code is in; nil: its root (cancel.go)
-	dl          *deadline // the earliest deadline on that scope's chain, nil if none
-	hold        int32     // cancellation is held back while > 0 (joins: see holdCancel)
+	wakeErr     error  // delivered by interrupt to the current wait
+	cur         *scope // the innermost scope the task's code is in; nil: its root (cancel.go)
+	hold        int32  // cancellation is held back while > 0 (joins: see holdCancel)
 	fdMode      poller.Mode
 	fd          int            // fd waited on (state waiting, waitFD)
 	timer       timer          // the task's sleep
@@ -62,11 +68,17 @@ type taskExtra struct {
 	parkW       *parkWaiter    // ... and the registration with it
 }
 
+// extra returns t's extra record, making it on first use. Only t's own
+// loop calls it; it publishes the record under the run lock, since the
+// cancellation walk of another loop may read t.x (and x.cur) under it.
 func (t *Task) extra() *taskExtra {
 	if t.x == nil {
-		t.x = &taskExtra{}
-		t.x.timer.index = -1
-		t.x.timer.task = t
+		x := &taskExtra{}
+		x.timer.index = -1
+		x.timer.task = t
+		t.rs.lock()
+		t.x = x
+		t.rs.unlock()
 	}
 	return t.x
 }
@@ -129,7 +141,7 @@ func (c *taskCell[T]) RunJob() {
 	var v T
 	var err error
 	returned := false
-	setProfLabel(t.loop.labels)
+	setProfLabel(t.rs.labels)
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {
@@ -174,11 +186,14 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.job = c
 	t.spawnPC = pc
 	l.ids++
-	t.id = l.ids
+	t.id = (l.ids-1)*uint32(len(l.rs.loops)) + uint32(l.id) + 1 // unique in the Run; 1, 2, 3... with one loop
+	t.rs = l.rs
 	c.promise.p.task = t
 	t.root.task = t
+	l.rs.lock()
 	t.root.link(parent)
 	t.inherit(parent)
+	l.rs.unlock()
 	l.live++
 	return c
 }
@@ -193,21 +208,19 @@ func (t *Task) inherit(parent *scope) {
 	var cause error
 	var dl *deadline
 	if sp := parent.task; sp != nil && sp.innermost() == parent {
-		if sp.cancelled {
+		if sp.cancelled.Load() {
 			cause = sp.cause()
 		}
-		if sp.x != nil {
-			dl = sp.x.dl
-		}
+		dl = sp.dl.Load()
 	} else {
 		cause, dl = chainCause(parent), chainDeadline(parent)
 	}
 	if cause != nil {
 		t.root.state().cause = cause
-		t.cancelled = true
+		t.cancelled.Store(true)
 	}
 	if dl != nil {
-		t.extra().dl = dl
+		t.dl.Store(dl)
 	}
 }
 
@@ -216,9 +229,11 @@ func (t *Task) inherit(parent *scope) {
 // report.
 func (t *Task) finish(err error) {
 	l := t.loop
+	rs := l.rs
 	t.state = stateDone
 	r := &t.root
 	var moved []*scope
+	rs.lock()
 	if r.st != nil && r.st.dl != nil {
 		for c := r.child; c != nil; c = c.next {
 			moved = append(moved, c)
@@ -228,10 +243,11 @@ func (t *Task) finish(err error) {
 	for _, c := range moved {
 		l.reach(c, nil) // they no longer run under t's deadline
 	}
+	rs.unlock()
 	t.closeContext()
 	l.live--
-	if err != nil && t != l.main && !isCancellation(err) && !l.isDeadlockErr(err) {
-		l.noteFailure(t, err)
+	if err != nil && t != rs.main && !isCancellation(err) && !rs.isDeadlockErr(err) {
+		rs.noteFailure(t, err)
 	}
 }
 
@@ -315,6 +331,7 @@ func (t *Task) Sleep(d time.Duration) error {
 		return errAborted
 	}
 	x := t.extra()
+	t.newWait()
 	x.timer.when = l.deadline(int64(d))
 	l.timers.push(&x.timer)
 	return t.block(waitTimer)
@@ -329,14 +346,27 @@ func (t *Task) Now() time.Time {
 // block suspends t in a wait of the given kind; the caller has registered
 // it with the wait's source. It returns the error the wait was interrupted
 // with, or nil if the source woke it.
+//
+// Every wait has a generation of its own: the caller has called newWait
+// before registering, so that what it registered can name it.
 func (t *Task) block(kind waitKind) error {
 	t.state = stateWaiting
 	t.waitKind = kind
+	t.waitTok.Store(t.waitGen)
 	if x := t.x; x != nil {
 		x.cpu, x.batch = 0, false // it waits on its own: interactive again
 	}
 	t.loop.suspend(t)
 	return t.takeWakeErr()
+}
+
+// newWait starts a new wait generation and returns it.
+func (t *Task) newWait() uint32 {
+	t.waitGen++
+	if t.waitGen == 0 {
+		t.waitGen = 1 // 0 means "not waiting" in waitTok
+	}
+	return t.waitGen
 }
 
 func (t *Task) takeWakeErr() error {
@@ -380,7 +410,7 @@ func (t *Task) misuse(op string) {
 
 // name describes t for reports: "main" or "task N", and its function.
 func (t *Task) name() string {
-	if t == t.loop.main {
+	if t == t.rs.main {
 		return "main"
 	}
 	return fmt.Sprintf("task %d", t.id)
@@ -389,7 +419,7 @@ func (t *Task) name() string {
 func (t *Task) funcName() string { return funcNameOf(t.job.funcPC()) }
 
 func (t *Task) spawnSite() string {
-	if t == t.loop.main && t.spawnPC == 0 {
+	if t == t.rs.main && t.spawnPC == 0 {
 		return "Run"
 	}
 	return pcSite(t.spawnPC)

@@ -34,7 +34,6 @@ const keptFailures = 64
 type failureRecord struct {
 	err      error
 	id       uint32
-	main     bool
 	funcPC   uintptr
 	spawnPC  uintptr
 	handled  atomic.Bool
@@ -50,7 +49,7 @@ type failureReport struct {
 }
 
 // noteFailure records the failure of t, which has just finished.
-func (l *loop) noteFailure(t *Task, err error) {
+func (rs *runState) noteFailure(t *Task, err error) {
 	if t.job.promiseCore().handled() {
 		return // a group (or its handler) took it
 	}
@@ -59,16 +58,18 @@ func (l *loop) noteFailure(t *Task, err error) {
 		id:      t.id,
 		funcPC:  t.job.funcPC(),
 		spawnPC: t.spawnPC,
-		report:  l.report,
+		report:  rs.report,
 	}
 	t.extra().failure = rec
-	if len(l.failures) < keptFailures {
-		l.failures = append(l.failures, rec)
+	rs.lock()
+	if len(rs.failures) < keptFailures {
+		rs.failures = append(rs.failures, rec)
 	} else {
 		rec.overflow = true
-		l.report.overflow.Add(1)
+		rs.report.overflow.Add(1)
 	}
-	if l.report.logger != nil {
+	rs.unlock()
+	if rs.report.logger != nil {
 		t.job.logIfDropped(rec)
 	}
 }
@@ -97,27 +98,22 @@ func logDropped(rec *failureRecord) {
 		"task", rec.name(), "func", funcNameOf(rec.funcPC), "started", rec.site(), "err", rec.err)
 }
 
-func (rec *failureRecord) name() string {
-	if rec.main {
-		return "main"
-	}
-	return fmt.Sprintf("task %d", rec.id)
-}
+func (rec *failureRecord) name() string { return fmt.Sprintf("task %d", rec.id) }
 
 func (rec *failureRecord) site() string { return pcSite(rec.spawnPC) }
 
 // unobservedErrors returns Run's report of the failures nobody observed,
 // and stops the logging.
-func (l *loop) unobservedErrors() []error {
-	l.report.ended.Store(true)
+func (rs *runState) unobservedErrors() []error {
+	rs.report.ended.Store(true)
 	var errs []error
-	for _, rec := range l.failures {
+	for _, rec := range rs.failures {
 		if !rec.handled.Load() {
 			errs = append(errs, fmt.Errorf("weft: %s (%s, started at %s) failed and nothing awaited it: %w",
 				rec.name(), funcNameOf(rec.funcPC), rec.site(), rec.err))
 		}
 	}
-	if n := l.report.overflow.Load(); n > 0 {
+	if n := rs.report.overflow.Load(); n > 0 {
 		errs = append(errs, fmt.Errorf("weft: and %d more failures nothing awaited (only the first %d are kept)", n, keptFailures))
 	}
 	return errs

@@ -1,0 +1,243 @@
+package weft
+
+// Several loops: handing tasks over, going idle, and what the last idle
+// loop decides (DESIGN.md, "Several loops"). Nothing here runs with one
+// loop.
+//
+// A loop's run queue is its own: no other loop reads or writes it. Work
+// moves between loops by hand-over: a loop that has surplus while another
+// sleeps hungry gives it the older half of its queue (shed, at every pick
+// and at every slow Checkpoint, so within microseconds); a task that must
+// wait on an fd registered elsewhere asks to move and is sent once it has
+// switched out (Task.moveTo, loop.resume). Either way the task is runnable,
+// never running, when its loop changes; its t.loop is written under the
+// run lock, and it reaches the other loop through that loop's inbox.
+
+import "slices"
+
+// maxShed bounds a hand-over, and how far into the queue shed looks, so
+// that a loop with a long queue does not pay for it at every pick.
+const maxShed = 128
+
+// movable reports whether t, runnable on l, may be handed to another loop.
+func (l *loop) movable(t *Task) bool {
+	return !t.local && t.co != nil && t != l.driver && t.pin == 0
+}
+
+// shed hands the older half of l's movable runnable tasks to a hungry loop,
+// if l has at least two runnable tasks and some loop sleeps with nothing to
+// run (Go's wakep, done by the busy loop).
+func (l *loop) shed() {
+	if l.runq.len()+l.batchq.len() < 2 {
+		return
+	}
+	to := l.rs.takeHungry(l)
+	if to == nil {
+		return
+	}
+	want := min((l.runq.len()+l.batchq.len())/2, maxShed)
+	var moved []*Task
+	for _, q := range []*queue[*Task]{&l.runq, &l.batchq} {
+		n := q.len()
+		if scan := min(n, 2*maxShed); want > len(moved) && scan > 0 {
+			var keep []*Task
+			for i := 0; i < scan; i++ {
+				t, _ := q.pop()
+				if len(moved) < want && l.movable(t) {
+					moved = append(moved, t)
+				} else {
+					keep = append(keep, t)
+				}
+			}
+			// Put back what stays, ahead of the part not scanned.
+			for i := len(keep) - 1; i >= 0; i-- {
+				q.pushFront(keep[i])
+			}
+		}
+	}
+	if len(moved) == 0 {
+		to.wakeHungryAgain()
+		return
+	}
+	l.send(to, moved)
+}
+
+// send hands the runnable tasks ts, which have switched out, to loop to.
+func (l *loop) send(to *loop, ts []*Task) {
+	rs := l.rs
+	rs.lock()
+	for _, t := range ts {
+		t.loop = to
+	}
+	rs.unlock()
+	to.post(func() {
+		for _, t := range ts {
+			if t.x != nil && t.x.batch {
+				to.batchq.push(t)
+			} else {
+				to.runq.push(t)
+			}
+		}
+	})
+}
+
+// takeHungry claims a loop other than l that sleeps with nothing to run,
+// or returns nil.
+func (rs *runState) takeHungry(l *loop) *loop {
+	for i := 1; i < len(rs.loops); i++ {
+		to := rs.loops[(l.id+i)%len(rs.loops)]
+		if to.hungry.Load() && to.hungry.CompareAndSwap(true, false) {
+			rs.hungry.Add(-1)
+			return to
+		}
+	}
+	return nil
+}
+
+// wakeHungryAgain gives back a hungry loop claimed for nothing.
+func (l *loop) wakeHungryAgain() {
+	if l.hungry.CompareAndSwap(false, true) {
+		l.rs.hungry.Add(1)
+	}
+}
+
+// loopSummary is what an idle loop publishes for the last one to look at
+// (run lock): while idle it runs no task, so its live count cannot change;
+// and the last idle loop concludes something only when no loop has an
+// event source left that could change the rest.
+type loopSummary struct {
+	live      int
+	external  int
+	fds       int
+	nextTimer int64 // the earliest timer's deadline, or -1
+	keepAlive bool  // a parked task's source may be satisfied from outside
+}
+
+// idleMulti is run's idle step with several loops: mark the loop idle, let
+// the last idle loop decide for all, sleep, and report whether the Run is
+// over.
+func (l *loop) idleMulti() (stop bool) {
+	rs := l.rs
+	rs.mu.Lock()
+	if rs.done {
+		rs.mu.Unlock()
+		return true
+	}
+	if l.inboxLen.Load() != 0 || l.runq.len()+l.batchq.len() > 0 {
+		rs.mu.Unlock()
+		return false
+	}
+	l.summary = loopSummary{live: l.live, external: l.external, fds: l.fds.waiting, nextTimer: -1,
+		keepAlive: l.parkedKeepAliveLocked()}
+	if tm := l.timers.peek(); tm != nil {
+		l.summary.nextTimer = tm.when
+	}
+	l.isIdle = true
+	rs.idle++
+	if rs.idle == len(rs.loops) {
+		rs.allIdle()
+	}
+	stop = rs.done
+	rs.mu.Unlock()
+	if stop {
+		return true
+	}
+	l.hungry.Store(true)
+	rs.hungry.Add(1)
+	l.block()
+	if l.hungry.CompareAndSwap(true, false) {
+		rs.hungry.Add(-1)
+	}
+	rs.mu.Lock()
+	l.isIdle = false
+	rs.idle--
+	stop = rs.done
+	rs.mu.Unlock()
+	return stop
+}
+
+// allIdle decides, when every loop is idle (run lock held), whether the
+// Run is over, deadlocked, or (virtual time) due to jump to its next timer.
+func (rs *runState) allIdle() {
+	live, external, fds, keep := 0, 0, 0, false
+	next := int64(-1)
+	for _, l := range rs.loops {
+		if l.inboxLen.Load() != 0 {
+			return // a post is on its way: that loop will wake
+		}
+		s := &l.summary
+		live += s.live
+		external += s.external
+		fds += s.fds
+		keep = keep || s.keepAlive
+		if s.nextTimer >= 0 && (next < 0 || s.nextTimer < next) {
+			next = s.nextTimer
+		}
+	}
+	switch {
+	case live == 0 && external == 0:
+		rs.done = true
+		for _, l := range rs.loops {
+			l.poller.Wake()
+		}
+	case external > 0 || fds > 0 || keep:
+		// Something outside the loops will wake one of them.
+	case next >= 0:
+		if rs.clock.Virtual() {
+			// Every loop waits on timers only: time jumps to the earliest.
+			rs.clock.AdvanceTo(next)
+			for _, l := range rs.loops {
+				if s := l.summary; s.nextTimer >= 0 && s.nextTimer <= next {
+					l.post(func() { l.fireTimers() })
+				}
+			}
+		}
+		// With the real clock each loop sleeps until its own timer.
+	default:
+		rs.onDeadlockLocked()
+	}
+}
+
+// onDeadlockLocked reports a deadlock spanning the loops (run lock held,
+// every loop idle with no event source left): it names every blocked task
+// of every loop, then each loop unwinds its own.
+func (rs *runState) onDeadlockLocked() {
+	blocked := rs.blockedTasks()
+	if len(blocked) == 0 {
+		panic("weft: internal error: deadlock with no blocked task")
+	}
+	d := rs.deadlockError(blocked)
+	rs.deadlock.CompareAndSwap(nil, d)
+	d = rs.deadlock.Load()
+	for _, l := range rs.loops {
+		l.post(func() { l.unwindDeadlocked(d) })
+	}
+}
+
+// blockedTasks lists the waiting tasks, in spawn order (run lock held, or
+// one loop).
+func (rs *runState) blockedTasks() []*Task {
+	var blocked []*Task
+	rs.walkTasks(func(t *Task) {
+		if t.state == stateWaiting {
+			blocked = append(blocked, t)
+		}
+	})
+	slices.SortFunc(blocked, func(a, b *Task) int { return int(a.id) - int(b.id) })
+	return blocked
+}
+
+// unwindDeadlocked wakes l's own blocked tasks with the deadlock error.
+func (l *loop) unwindDeadlocked(d *DeadlockError) {
+	var mine []*Task
+	l.rs.lock()
+	l.rs.walkTasks(func(t *Task) {
+		if t.loop == l && t.state == stateWaiting {
+			mine = append(mine, t)
+		}
+	})
+	l.rs.unlock()
+	for _, t := range mine {
+		l.interrupt(t, d)
+	}
+}

@@ -1,0 +1,134 @@
+package weft
+
+// The state of one Run, shared by its loops (DESIGN.md, "Several loops").
+//
+// With one loop (multi false) the fields marked "run lock" are touched
+// only by that loop's thread of control and the lock is never taken. With
+// several, the run lock guards them, as it guards the scope tree, every
+// task's innermost scope and every write of a task's loop: see lock.
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/weft-go/weft/internal/clock"
+)
+
+type runState struct {
+	loops []*loop // immutable; loops[0] runs on Run's goroutine
+	multi bool    // immutable: len(loops) > 1
+	clock clock.Clock
+
+	mu   sync.Mutex // the run lock (multi only)
+	root Task       // sentinel: every live task's root scope descends from root.root
+	main *Task
+
+	ctx    context.Context // values for every task's Context
+	labels unsafe.Pointer  // the profiler labels of Run's goroutine (labels.go)
+	logger *slog.Logger    // nil: reports are off
+
+	failures []*failureRecord // run lock: the first unobserved failures, in order
+	report   *failureReport   // shared with the failure records (unobserved.go)
+
+	layers     map[any]any // run lock: the layers' per-Run state (layerState), by key
+	layerClose []func()    // run lock: ... closed when the Run ends, in order
+	layerOpts  map[any]any // immutable: the layers' settings (layerOption)
+
+	deadlock atomic.Pointer[DeadlockError] // the first deadlock found; waits fail fast with it after
+	aborting atomic.Bool                   // a Goexit passed through a loop: every loop unwinds
+
+	// Idleness (multi only; run lock).
+	idle    int  // loops with nothing to run, asleep or about to be
+	done    bool // every loop must stop: nothing is left anywhere
+	hungry  atomic.Int32
+	nextFD  atomic.Uint32 // round-robin home for accepted connections (homeFor)
+	stopped sync.WaitGroup
+}
+
+// lock takes the run lock when there are several loops.
+func (rs *runState) lock() {
+	if rs.multi {
+		rs.mu.Lock()
+	}
+}
+
+func (rs *runState) unlock() {
+	if rs.multi {
+		rs.mu.Unlock()
+	}
+}
+
+// loopCount returns n for WithLoops(n): 0 means GOMAXPROCS; without the
+// option, the WEFT_LOOPS environment variable, else 1.
+func loopCount(o *options) int {
+	n := 1
+	if o.loopsSet {
+		n = o.loops
+	} else if s := os.Getenv("WEFT_LOOPS"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v >= 0 {
+			n = v
+		}
+	}
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return n
+}
+
+// WithLoops runs the Run on n loops, each on a goroutine (and so a core)
+// of its own, stealing runnable tasks from each other (see Local). The
+// default is 1, or the WEFT_LOOPS environment variable: one loop is
+// today's behaviour, with one deterministic schedule; n = 0 means
+// GOMAXPROCS. n < 0 panics with "weft:".
+//
+// With several loops, what still holds: a task's own code runs in order;
+// a settle, a channel send, an Unlock or Set happens before the wait it
+// ends returns (promises, channels and weft's locks order memory across
+// loops); tasks of one loop never run in parallel with each other, and a
+// Local task never leaves its loop. What does not: tasks of different
+// loops may run in parallel, so state they share needs weft's or Go's
+// synchronisation, and the schedule is no longer one fixed order.
+// Accepted connections are spread over the loops (each served where its
+// descriptor is registered); CPU-bound tasks spread by stealing.
+// WithVirtualTime: the loops share one clock, which advances only when
+// every loop is idle.
+func WithLoops(n int) Option {
+	if n < 0 {
+		panic("weft: WithLoops with a negative number of loops")
+	}
+	return func(o *options) {
+		o.loops = n
+		o.loopsSet = true
+	}
+}
+
+// Loop returns the index of the loop running the task now, 0 to n-1 for a
+// Run of n loops. A task that is not Local may be on another loop after its
+// next suspension point.
+func (t *Task) Loop() int {
+	t.check("Loop")
+	return t.loop.id
+}
+
+// Local starts f as a task that never leaves the loop it starts on, like
+// Go otherwise (the child runs first; see Go): no other loop steals it,
+// and it runs on the same loop as the task that calls Local. Use it for
+// tasks that share state with their siblings on the loop without locks,
+// or that must stay with a resource of the loop. A Local task that would
+// have to wait on an fd registered on another loop panics with "weft:".
+//
+//go:noinline
+func Local[T any](t *Task, f func(t *Task) (T, error)) *Promise[T] {
+	pc := callerPC()
+	t.check("Local")
+	if f == nil {
+		panic("weft: Local called with a nil function")
+	}
+	return spawnIn(t, t.innermost(), f, pc, func(c *Task) { c.local = true })
+}

@@ -39,10 +39,6 @@ import (
 // noDeadline is the stored deadline of a direction without one.
 const noDeadline = 1<<63 - 1
 
-// virtualIOGrace is how long, in real time, a loop on a virtual clock waits
-// for I/O before it lets an I/O deadline pass.
-const virtualIOGrace = 10 * time.Millisecond
-
 // ioDeadline is the deadline of one direction of a Conn.
 type ioDeadline struct {
 	when    atomic.Int64 // shared: the deadline, loop-clock ns; noDeadline if none
@@ -226,22 +222,4 @@ func (c *Conn) setDeadline(op string, t time.Time, rd, wr bool) error {
 		}
 	}
 	return nil
-}
-
-// blockVirtualIO is the loop's block when the clock is virtual, an I/O
-// deadline is armed, and fds or off-loop work are pending: it waits up to
-// virtualIOGrace for them, and if nothing came, it moves the clock to the
-// next timer.
-func (l *loop) blockVirtualIO(next *timer) {
-	l.sleeping.Store(true)
-	grace := int64(virtualIOGrace)
-	if l.inboxLen.Load() != 0 {
-		grace = 0
-	}
-	l.pollKernel(grace)
-	l.sleeping.Store(false)
-	if l.runq.len() == 0 && l.inboxLen.Load() == 0 {
-		l.clock.AdvanceTo(next.when)
-	}
-	l.fireTimers()
 }

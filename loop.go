@@ -105,8 +105,10 @@ type loop struct {
 	isIdle  bool        // run lock: counted in rs.idle (multi only)
 	summary loopSummary // run lock: published when the loop goes idle (balance.go)
 
-	atEnd    []func() // run as the loop closes (netconn.go)
-	ioTimers int      // I/O deadline timers in the heap (deadline.go)
+	// ioTimers counts the I/O deadline timers in the heap (the net layer's
+	// Conn deadlines): while there are any, virtual time may move although
+	// fds or off-loop work are pending (blockVirtualIO).
+	ioTimers int
 
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
@@ -383,7 +385,7 @@ func (l *loop) block() {
 				l.fireTimers()
 				return
 			}
-			if l.ioTimers > 0 {
+			if l.ioTimers > 0 && !l.rs.multi {
 				l.blockVirtualIO(next) // I/O deadlines pass unless I/O comes first
 				return
 			}
@@ -480,12 +482,30 @@ func (l *loop) closeInbox() {
 	for _, fn := range releases {
 		fn(true)
 	}
-	for _, f := range l.atEnd {
-		f()
-	}
-	l.atEnd = nil
 	for _, c := range l.idle {
 		c.Close()
 	}
 	l.idle = nil
+}
+
+// virtualIOGrace is how long, in real time, a loop on a virtual clock waits
+// for I/O before it lets an I/O deadline pass.
+const virtualIOGrace = int64(10e6) // 10 ms
+
+// blockVirtualIO is the loop's block when the clock is virtual, an I/O
+// deadline is armed, and fds or off-loop work are pending: it waits up to
+// virtualIOGrace for them, and if nothing came, it moves the clock to the
+// next timer.
+func (l *loop) blockVirtualIO(next *timer) {
+	l.sleeping.Store(true)
+	grace := virtualIOGrace
+	if l.inboxLen.Load() != 0 {
+		grace = 0
+	}
+	l.pollKernel(grace)
+	l.sleeping.Store(false)
+	if l.runq.len() == 0 && l.inboxLen.Load() == 0 {
+		l.clock.AdvanceTo(next.when)
+	}
+	l.fireTimers()
 }

@@ -7,6 +7,7 @@ package weft
 
 import (
 	"net"
+	"sync"
 
 	"github.com/weft-go/weft/internal/loophook"
 )
@@ -20,7 +21,31 @@ func init() {
 	loophook.AtEnd = func(t any, f func()) {
 		tt := t.(*Task)
 		tt.check("loophook.AtEnd")
-		tt.loop.atEnd = append(tt.loop.atEnd, f)
+		h := layerState(tt.loop, endHooksKey{}, func() (*endHooks, func()) {
+			h := &endHooks{}
+			return h, h.run
+		})
+		h.mu.Lock()
+		h.fns = append(h.fns, f)
+		h.mu.Unlock()
+	}
+}
+
+// endHooks are the functions loophook.AtEnd registered for a Run.
+type endHooks struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+type endHooksKey struct{}
+
+func (h *endHooks) run() {
+	h.mu.Lock()
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, f := range fns {
+		f()
 	}
 }
 
@@ -69,9 +94,3 @@ func (lc *loopConn) current(op string) *Task {
 	}
 	return t
 }
-
-// Interface checks.
-var (
-	_ net.Conn = (*taskConn)(nil)
-	_ net.Conn = (*loopConn)(nil)
-)

@@ -70,7 +70,7 @@ func (c *Conn) NetConn(t *Task) net.Conn {
 // body, say) can be handed from task to task of the loop. Its Read and
 // Write suspend the calling task, as c.Read and c.Write do; called from
 // outside the tasks of c's loop they panic with a "weft:" message. The
-// other methods are as NetConn's.
+// other methods are as NetConn's. LoopConn itself does not suspend.
 func (c *Conn) LoopConn() net.Conn { return &loopConn{Conn: c} }
 
 type taskConn struct {

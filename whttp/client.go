@@ -83,12 +83,15 @@ type Client struct {
 // DefaultClient is the Client Get uses.
 var DefaultClient = &Client{}
 
-// Get fetches url with DefaultClient.
+// Get fetches url with DefaultClient (see Client.Do): it suspends t until
+// the response header has arrived, and if t is cancelled it returns a
+// *url.Error wrapping the cause.
 func Get(t *weft.Task, url string) (*http.Response, error) {
 	return DefaultClient.Get(t, url)
 }
 
-// Get fetches url: a GET request through Do.
+// Get fetches url: a GET request through Do, which says how it suspends
+// and what it returns on cancellation.
 func (c *Client) Get(t *weft.Task, url string) (*http.Response, error) {
 	req, err := http.NewRequest("GET", url, nil)
 	if err != nil {
@@ -97,7 +100,8 @@ func (c *Client) Get(t *weft.Task, url string) (*http.Response, error) {
 	return c.Do(t, req)
 }
 
-// Post sends body to url with the given Content-Type, through Do.
+// Post sends body to url with the given Content-Type, through Do (which
+// says how it suspends and what it returns on cancellation).
 func (c *Client) Post(t *weft.Task, url, contentType string, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequest("POST", url, body)
 	if err != nil {

@@ -23,7 +23,7 @@ type Handler interface {
 // HandlerFunc lets an ordinary function be a Handler.
 type HandlerFunc func(t *weft.Task, w http.ResponseWriter, r *http.Request)
 
-// ServeHTTP calls f(t, w, r).
+// ServeHTTP calls f(t, w, r); it suspends t wherever f does.
 func (f HandlerFunc) ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 	f(t, w, r)
 }

@@ -6,9 +6,10 @@ package whttp
 //
 // A connection task loops: wait for the first byte of a request (idle),
 // read the request with http.ReadRequest, run the handler, finish the
-// response, and again. While idle it holds no buffer: its bufio.Reader and
-// bufio.Writer go back to pools, and the wait reads one byte into the
-// connection's own field. Responses are flushed before the task waits for
+// response, and again. While idle it holds no pooled buffer: its
+// bufio.Reader and bufio.Writer go back to pools, and the wait reads into
+// a small landing buffer of the connection's own (a small request arrives
+// whole in it, so waiting costs no extra read). Responses are flushed before the task waits for
 // input, so pipelined requests get their responses in order and in as few
 // writes as can be.
 //
@@ -52,6 +53,9 @@ const DefaultDrainTimeout = 10 * time.Second
 // its writing side: closing a socket with unread input makes the kernel
 // send a reset, which can destroy the response before the client reads it.
 const closeLinger = 500 * time.Millisecond
+
+// landSize is the size of a connection's landing buffer (conn.land).
+const landSize = 512
 
 // maxPostHandlerRead is how much of a request body the handler left unread
 // the server reads and discards to keep the connection (net/http's figure).
@@ -256,7 +260,10 @@ type conn struct {
 	stopIt bool                    // the server is stopping: close after this response
 	cutErr error                   // the drain timeout cut it off
 	state  http.ConnState
-	one    [1]byte
+	// land receives the first bytes of a request while the connection is
+	// idle and holds no buffer: a small request arrives whole in it, in
+	// one read.
+	land [landSize]byte
 	// reqStart is when the request being read began (its first byte; for
 	// the first request, the accept), on the loop's clock.
 	reqStart time.Time
@@ -426,12 +433,12 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 	c.setState(http.StateIdle)
 	c.wc.SetReadDeadline(deadline)
 	c.idle = true
-	n, err := c.nc.Read(c.one[:])
+	n, err := c.nc.Read(c.land[:])
 	c.idle = false
 	if n == 0 || err != nil || c.stopIt {
 		return false
 	}
-	c.r.pending = true
+	c.r.pending = c.land[:n]
 	c.setState(http.StateActive)
 	c.acquire()
 	if !first {
@@ -502,8 +509,8 @@ func (c *conn) close(t *weft.Task) {
 		if c.br != nil {
 			c.br.Discard(c.br.Buffered())
 		}
-		scratch := make([]byte, 1<<10)
-		for range 256 {
+		scratch := c.land[:]
+		for range 512 {
 			if _, err := c.nc.Read(scratch); err != nil {
 				break
 			}
@@ -525,21 +532,15 @@ func (c *conn) close(t *weft.Task) {
 // client never waits for a response the server holds.
 type connReader struct {
 	c       *conn
-	pending bool  // c.one holds the request's first byte
-	limit   int64 // bytes left before the header is too large; < 0 no limit
-	hit     bool  // the limit was reached
-	err     error // the last read's error (a timeout, the end, a reset)
+	pending []byte // read by the idle wait, not yet passed on
+	limit   int64  // bytes left before the header is too large; < 0 no limit
+	hit     bool   // the limit was reached
+	err     error  // the last read's error (a timeout, the end, a reset)
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
-	}
-	if r.pending {
-		r.pending = false
-		p[0] = r.c.one[0]
-		r.count(1)
-		return 1, nil
 	}
 	if r.limit == 0 {
 		r.hit = true
@@ -547,6 +548,12 @@ func (r *connReader) Read(p []byte) (int, error) {
 	}
 	if r.limit > 0 && int64(len(p)) > r.limit {
 		p = p[:r.limit]
+	}
+	if len(r.pending) > 0 {
+		n := copy(p, r.pending)
+		r.pending = r.pending[n:]
+		r.count(n)
+		return n, nil
 	}
 	if bw := r.c.bw; bw != nil && bw.Buffered() > 0 {
 		if err := bw.Flush(); err != nil {

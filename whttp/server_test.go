@@ -541,3 +541,27 @@ func TestGracefulStopDoesNotCancelTasksAHandlerStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestServerLeavesNoDescriptorOpen(t *testing.T) {
+	before := openFDs()
+	srv := &whttp.Server{Handler: echoHandler()}
+	ts := startServer(t, srv)
+	client := newClient(t)
+	for range 3 {
+		resp, err := client.Get(ts.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodyOf(t, resp)
+	}
+	idle := dialRaw(t, ts.addr) // an idle connection, closed by the stop
+	idle.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle.response("GET")
+	if err := ts.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	idle.expectClosed(5 * time.Second)
+	idle.c.Close()
+	client.Transport.(*http.Transport).CloseIdleConnections()
+	waitFDs(t, before)
+}

@@ -303,3 +303,21 @@ func TestClientVerifiesCertificatesAsNetHTTPDoes(t *testing.T) {
 		return nil
 	})
 }
+
+func TestClientDialsAHostName(t *testing.T) {
+	ts, _ := netServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Host)
+	}))
+	u, _ := url.Parse(ts.URL)
+	byName := "http://localhost:" + u.Port() + "/" // resolved by weft.Dial, off the loop
+	run(t, func(wt *weft.Task) error {
+		resp, err := (&whttp.Client{}).Get(wt, byName)
+		if err != nil {
+			t.Skipf("localhost does not resolve to 127.0.0.1 here: %v", err)
+		}
+		if got := readAll(t, resp); got != "localhost:"+u.Port() {
+			t.Fatalf("Host %q", got)
+		}
+		return nil
+	})
+}

@@ -22,10 +22,11 @@ package weft
 //
 // With virtual time, the clock normally stands still while a task waits on
 // an fd or off-loop work. While an I/O deadline is armed, it does not: when
-// every task waits, the loop waits a short real grace for I/O and, if none
-// comes, moves the clock to the next timer (blockVirtualIO). So a deadline
-// set on the loop's clock passes in virtual time too, and the sleeps of
-// the tasks that move deadlines do as well.
+// every task waits, the loop waits a short real grace for I/O (10 ms; 100
+// ms while off-loop work is pending) and, if none comes, moves the clock to
+// the next timer (blockVirtualIO). So a deadline set on the loop's clock
+// passes in virtual time too, and the sleeps of the tasks that move
+// deadlines do as well.
 
 import (
 	"net"

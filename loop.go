@@ -489,16 +489,25 @@ func (l *loop) closeInbox() {
 }
 
 // virtualIOGrace is how long, in real time, a loop on a virtual clock waits
-// for I/O before it lets an I/O deadline pass.
-const virtualIOGrace = int64(10e6) // 10 ms
+// for I/O before it lets an I/O deadline pass: fds report what the kernel
+// holds at once, but off-loop work (the portable backend's helper
+// goroutines) needs a goroutine to be scheduled, which a busy machine can
+// delay, so it gets longer.
+const (
+	virtualIOGrace       = int64(10e6)  // 10 ms
+	virtualExternalGrace = int64(100e6) // 100 ms
+)
 
 // blockVirtualIO is the loop's block when the clock is virtual, an I/O
 // deadline is armed, and fds or off-loop work are pending: it waits up to
-// virtualIOGrace for them, and if nothing came, it moves the clock to the
-// next timer.
+// the grace for them, and if nothing came, it moves the clock to the next
+// timer.
 func (l *loop) blockVirtualIO(next *timer) {
 	l.sleeping.Store(true)
 	grace := virtualIOGrace
+	if l.external > 0 {
+		grace = virtualExternalGrace
+	}
 	if l.inboxLen.Load() != 0 {
 		grace = 0
 	}

@@ -104,6 +104,11 @@ type loop struct {
 	isIdle  bool        // run lock: counted in rs.idle (multi only)
 	summary loopSummary // run lock: published when the loop goes idle (balance.go)
 
+	// ioTimers counts the I/O deadline timers in the heap (the net layer's
+	// Conn deadlines): while there are any, virtual time may move although
+	// fds or off-loop work are pending (blockVirtualIO).
+	ioTimers int
+
 	// Shared: the inbox receives work from other goroutines (wakes of
 	// promises settled elsewhere, off-loop completions, cancellations).
 	inboxMu  sync.Mutex
@@ -385,6 +390,10 @@ func (l *loop) block() {
 				l.fireTimers()
 				return
 			}
+			if l.ioTimers > 0 && !l.rs.multi {
+				l.blockVirtualIO(next) // I/O deadlines pass unless I/O comes first
+				return
+			}
 			timeout = -1 // virtual deadlines pass only when nothing else can happen
 		}
 	}
@@ -482,4 +491,35 @@ func (l *loop) closeInbox() {
 		c.Close()
 	}
 	l.idle = nil
+}
+
+// virtualIOGrace is how long, in real time, a loop on a virtual clock waits
+// for I/O before it lets an I/O deadline pass: fds report what the kernel
+// holds at once, but off-loop work (the portable backend's helper
+// goroutines) needs a goroutine to be scheduled, which a busy machine can
+// delay, so it gets longer.
+const (
+	virtualIOGrace       = int64(10e6)  // 10 ms
+	virtualExternalGrace = int64(100e6) // 100 ms
+)
+
+// blockVirtualIO is the loop's block when the clock is virtual, an I/O
+// deadline is armed, and fds or off-loop work are pending: it waits up to
+// the grace for them, and if nothing came, it moves the clock to the next
+// timer.
+func (l *loop) blockVirtualIO(next *timer) {
+	l.sleeping.Store(true)
+	grace := virtualIOGrace
+	if l.external > 0 {
+		grace = virtualExternalGrace
+	}
+	if l.inboxLen.Load() != 0 {
+		grace = 0
+	}
+	l.pollKernel(grace)
+	l.sleeping.Store(false)
+	if l.runq.len() == 0 && l.inboxLen.Load() == 0 {
+		l.clock.AdvanceTo(next.when)
+	}
+	l.fireTimers()
 }

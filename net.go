@@ -38,8 +38,11 @@ type Listener struct {
 // take the calling task; several tasks may use one Conn, one reading and one
 // writing, say.
 type Conn struct {
-	loop *loop
-	impl connImpl
+	loop    *loop
+	impl    connImpl
+	network string
+	closed  atomic.Bool   // Close has been called
+	dl      connDeadlines // read and write deadlines (deadline.go)
 }
 
 // PacketConn is a datagram socket (UDP or Unix datagram) on the loop.
@@ -122,7 +125,7 @@ func (ln *Listener) Accept(t *Task) (*Conn, error) {
 	for {
 		c, err := ln.impl.accept(t)
 		if err == nil {
-			return &Conn{loop: ln.loop, impl: c}, nil
+			return newConn(homeOf(t, c), c, ln.network), nil
 		}
 		if !isTooManyFiles(err) {
 			return nil, err
@@ -169,18 +172,54 @@ func Dial(t *Task, network, address string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{loop: l, impl: impl}, nil
+	if h, ok := impl.(interface{ homeLoop() *loop }); ok {
+		l = h.homeLoop()
+	}
+	return newConn(l, impl, network), nil
+}
+
+// homeOf returns the loop an accepted connection lives on: its fd's (for
+// raw fds, spread over the loops round-robin), or, for the portable layer's
+// connections, the next loop round-robin too. Its reads and writes run
+// there: a task moves there first (Conn.toHome).
+func homeOf(t *Task, c connImpl) *loop {
+	if h, ok := c.(interface{ homeLoop() *loop }); ok {
+		return h.homeLoop()
+	}
+	return t.loop.rs.homeFor(t.loop)
+}
+
+// toHome moves t to c's loop, where c's deadlines and descriptor live,
+// unless it is there already (see balance.go).
+func (c *Conn) toHome(t *Task) error {
+	if t.loop == c.loop {
+		return nil
+	}
+	return t.moveTo_(c.loop, "a Conn")
 }
 
 // Read reads up to len(b) bytes into b, suspending until some data is
 // available. It returns io.EOF at the end of the stream. It is a
 // cancellation point: if the task is cancelled while it waits, Read returns
 // the cause (matching context.Canceled), no data is lost (nothing was read)
-// and the connection stays usable.
+// and the connection stays usable. Past the read deadline (SetReadDeadline)
+// it returns an error matching os.ErrDeadlineExceeded, as net.Conn does.
 func (c *Conn) Read(t *Task, b []byte) (int, error) {
 	t.check("Read")
 	sameLoop(t, c.loop, "Conn")
-	return c.impl.read(t, b)
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if err := c.toHome(t); err != nil {
+		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	d := &c.dl.rd
+	if err := d.enter(c.loop, t); err != nil {
+		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	n, err := c.impl.read(t, b)
+	d.exit(c.loop, t)
+	return n, err
 }
 
 // Write writes all of b, suspending while the kernel's buffer is full, and
@@ -189,11 +228,22 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 // SIGPIPE. Write is a cancellation point while it waits: if the task is
 // cancelled, Write returns the count written so far and the cause (matching
 // context.Canceled); the rest of b was not sent, so the stream is cut at
-// that point and should usually be closed.
+// that point and should usually be closed. Past the write deadline
+// (SetWriteDeadline) it returns what was written and an error matching
+// os.ErrDeadlineExceeded.
 func (c *Conn) Write(t *Task, b []byte) (int, error) {
 	t.check("Write")
 	sameLoop(t, c.loop, "Conn")
-	return c.impl.write(t, b)
+	if err := c.toHome(t); err != nil {
+		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	d := &c.dl.wr
+	if err := d.enter(c.loop, t); err != nil {
+		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	n, err := c.impl.write(t, b)
+	d.exit(c.loop, t)
+	return n, err
 }
 
 // ReadWriter returns an io.ReadWriter that reads and writes c on behalf of
@@ -229,7 +279,10 @@ func (c *Conn) CloseWrite() error { return c.impl.closeWrite() }
 // or goroutine, more than once (later calls return an error matching
 // net.ErrClosed). The descriptor is released by the loop at its next
 // scheduling point (at once if the Run has ended).
-func (c *Conn) Close() error { return c.impl.close() }
+func (c *Conn) Close() error {
+	c.closed.Store(true)
+	return c.impl.close()
+}
 
 // LocalAddr returns the local address.
 func (c *Conn) LocalAddr() net.Addr { return c.impl.localAddr() }

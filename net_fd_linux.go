@@ -46,6 +46,7 @@ type netFD struct {
 	raddr   net.Addr
 	unlink  string // a Unix socket file to remove when a listener closes
 	closing atomic.Bool
+	dl      *connDeadlines // a stream's deadlines; set once, before any I/O
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -104,8 +105,20 @@ func (fd *netFD) wait(t *Task, m poller.Mode) error {
 	if fd.loop != t.loop {
 		return t.moveTo_(fd.loop, "a Conn, Listener or File")
 	}
+	if fd.dl != nil {
+		// A deadline that passed while the task was runnable (its timer
+		// found it not waiting) ends the operation here.
+		if err := fd.dl.expired(t.loop, m); err != nil {
+			return err
+		}
+	}
 	return t.waitWatched(fd.fd, m)
 }
+
+func (fd *netFD) bindDeadlines(dl *connDeadlines) { fd.dl = dl }
+
+// homeLoop is the loop fd is registered on.
+func (fd *netFD) homeLoop() *loop { return fd.loop }
 
 func (fd *netFD) read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {

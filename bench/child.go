@@ -30,6 +30,7 @@ type child struct {
 	done  chan struct{}  // closed once cmd.Wait has returned
 	err   error          // cmd.Wait's result, set before done is closed
 	read  chan struct{}  // closed once the child's stdout has ended
+	lines chan string    // the child's later stdout lines (dropped when full)
 }
 
 // startChild starts a server of the given kind listening on a loopback
@@ -61,7 +62,7 @@ func startChild(kind string) (*child, error) {
 		return nil, fmt.Errorf("start %s server: %w", kind, err)
 	}
 	w.Close() // the child has its copy
-	c := &child{kind: kind, cmd: cmd, stdin: stdin, done: make(chan struct{}), read: make(chan struct{})}
+	c := &child{kind: kind, cmd: cmd, stdin: stdin, done: make(chan struct{}), read: make(chan struct{}), lines: make(chan string, 16)}
 	// Reaps the process; ends when it exits.
 	go func() {
 		c.err = cmd.Wait()
@@ -81,6 +82,11 @@ func startChild(kind string) (*child, error) {
 			if !sent && strings.HasPrefix(line, listeningPrefix) {
 				addrc <- strings.TrimPrefix(line, listeningPrefix)
 				sent = true
+				continue
+			}
+			select {
+			case c.lines <- line:
+			default:
 			}
 		}
 		if !sent {

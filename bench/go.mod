@@ -4,11 +4,14 @@ go 1.26.0
 
 require (
 	github.com/panjf2000/gnet/v2 v2.9.7
+	github.com/valyala/fasthttp v1.78.0
 	github.com/weft-go/weft v0.0.0
 	go.uber.org/goleak v1.3.0
 )
 
 require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/panjf2000/ants/v2 v2.11.3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect

@@ -35,6 +35,13 @@ func childMain(args []string) int {
 		return 2
 	}
 	kind, addr := args[0], args[1]
+	if isHTTPKind(kind) {
+		if err := httpChildMain(kind, addr); err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
+			return 1
+		}
+		return 0
+	}
 	// Stop when stdin ends: the parent closes it to stop us, and it ends
 	// too if the parent dies, so a child never outlives its parent. The
 	// goroutine ends with stdin.

@@ -1,0 +1,96 @@
+package weft
+
+// A Conn as a net.Conn, for code written against the net package's
+// interface: crypto/tls, net/http's types, protocol libraries. NetConn
+// binds the Conn to one task, as ReadWriter does; LoopConn acts for
+// whichever task of the Conn's loop calls it.
+
+import (
+	"net"
+	"sync"
+
+	"github.com/weft-go/weft/internal/loophook"
+)
+
+func init() {
+	loophook.Key = func(t any) any {
+		tt := t.(*Task)
+		tt.check("loophook.Key")
+		return tt.loop
+	}
+	loophook.AtEnd = func(t any, f func()) {
+		tt := t.(*Task)
+		tt.check("loophook.AtEnd")
+		h := layerState(tt.loop, endHooksKey{}, func() (*endHooks, func()) {
+			h := &endHooks{}
+			return h, h.run
+		})
+		h.mu.Lock()
+		h.fns = append(h.fns, f)
+		h.mu.Unlock()
+	}
+}
+
+// endHooks are the functions loophook.AtEnd registered for a Run.
+type endHooks struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+type endHooksKey struct{}
+
+func (h *endHooks) run() {
+	h.mu.Lock()
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+}
+
+// NetConn returns a net.Conn that reads and writes c on behalf of t, for
+// crypto/tls (tls.Server(c.NetConn(t), cfg)) and any code written against
+// net.Conn. Its Read and Write suspend t, as c.Read and c.Write do, and
+// return the same errors: the cause (matching context.Canceled) if t is
+// cancelled, an error matching os.ErrDeadlineExceeded past a deadline.
+// Like t, its Read and Write may be used only by t's own task: from another
+// task or goroutine they panic with a "weft:" message. Its Close,
+// SetDeadline, SetReadDeadline and SetWriteDeadline are c's, callable from
+// anywhere. It also has c's CloseWrite.
+func (c *Conn) NetConn(t *Task) net.Conn {
+	t.check("NetConn")
+	sameLoop(t, c.loop, "Conn")
+	return &taskConn{Conn: c, t: t}
+}
+
+// LoopConn returns a net.Conn that reads and writes c on behalf of
+// whichever task of c's loop calls it: a reader task and a writer task can
+// share it (and a tls.Conn made on it), and a value built on it (a response
+// body, say) can be handed from task to task of the loop. Its Read and
+// Write suspend the calling task, as c.Read and c.Write do; called from
+// outside the tasks of c's loop they panic with a "weft:" message. The
+// other methods are as NetConn's. LoopConn itself does not suspend.
+func (c *Conn) LoopConn() net.Conn { return &loopConn{Conn: c} }
+
+type taskConn struct {
+	*Conn
+	t *Task
+}
+
+func (tc *taskConn) Read(b []byte) (int, error)  { return tc.Conn.Read(tc.t, b) }
+func (tc *taskConn) Write(b []byte) (int, error) { return tc.Conn.Write(tc.t, b) }
+
+type loopConn struct{ *Conn }
+
+func (lc *loopConn) Read(b []byte) (int, error)  { return lc.Conn.Read(lc.current("Read"), b) }
+func (lc *loopConn) Write(b []byte) (int, error) { return lc.Conn.Write(lc.current("Write"), b) }
+
+// current returns the task of c's loop that is running the caller.
+func (lc *loopConn) current(op string) *Task {
+	t := currentTask()
+	if t == nil || t.rs != lc.loop.rs {
+		panic("weft: " + op + " on a LoopConn called outside the tasks of its Run")
+	}
+	return t
+}

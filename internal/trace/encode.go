@@ -1,0 +1,520 @@
+package trace
+
+// The encoder turns records into trace-event JSON. It runs off the loops
+// (on the stream's writer goroutine, or in WriteSnapshot), so it may take
+// its time: maps, strings, function names.
+//
+// What a record becomes:
+//
+//	Resume        "B" named after the task, cat "task", args.task; then the
+//	              "f" (bp "e") of the arrow that made it runnable, if any
+//	Suspend       "E" with args.reason
+//	Spawn         an arrow ("s", cat "flow", name "spawn") from the parent's
+//	              slice to the child's first slice
+//	Wake          an arrow named "wake" from the waker's slice
+//	WakeBy        a zero-length "X" on the loop's track named after the
+//	              source ("timer", "fd ready", ...), which anchors the arrow
+//	Poll          "X" named "poll", cat "poll", args.events
+//	Steal         "i" named "steal", args.from and args.tasks
+//	Offload       "X" named after the task, cat "offload", on the track
+//	              of its lane
+//	SetName       "i" named "name", args.task and args.name
+//
+// An arrow needs a slice to start in: when no task slice is open (a wake
+// from outside any task), a zero-length "X" named "spawn" or "wake" is
+// written as its anchor. The encoder writes events in the order of the
+// records, so the same records give the same bytes: it never ranges over
+// a map to write, and reads no clock.
+
+import (
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Track ids: a loop's track is its index; lane j of loop i's offload work
+// is offloadTid(i, j).
+const offloadTidBase = 1000
+
+func offloadTid(loop, lane int) int { return offloadTidBase*(loop+1) + lane }
+
+// taskKey names a task across runs: run<<32 | task id.
+type taskKey uint64
+
+func key(run int, task uint32) taskKey { return taskKey(uint64(uint32(run))<<32 | uint64(task)) }
+
+// taskInfo is what names a task: its name if it was given one, else its
+// function.
+type taskInfo struct {
+	name string
+	fn   uintptr
+}
+
+// trackKey names a track: pid and tid.
+type trackKey struct{ pid, tid int }
+
+// track is the encoder's state of one track.
+type track struct {
+	pid, tid int
+	name     string // the thread_name
+	written  bool   // its metadata has been written
+	loop     bool   // a loop's track (task slices), not an offload lane
+	first    int64  // the first record's time
+	last     int64  // the latest record's time
+
+	// The open task slice of a loop's track.
+	open  bool
+	task  uint32
+	slice string // its name, as its B has (or will have) it
+	since int64  // when it began, or when this encoding first saw it
+	begun bool   // its B has been written
+}
+
+// pending is an arrow whose start is written (or was skipped) and whose
+// end waits for the woken task's next slice.
+type pending struct {
+	id      uint64
+	name    string // "spawn" or "wake"
+	written bool   // the start was written: the end may be
+}
+
+type encoder struct {
+	w     io.Writer
+	buf   []byte
+	err   error
+	count int   // events written
+	from  int64 // records before it update the state but are not written
+
+	tasks   map[taskKey]taskInfo
+	pending map[taskKey]pending
+	tracks  map[trackKey]*track
+	order   []*track // tracks in order of first use
+	procs   map[int]bool
+	fnNames map[uintptr]string
+	flows   uint64
+}
+
+func newEncoder(w io.Writer, from int64) *encoder {
+	return &encoder{
+		w:       w,
+		from:    from,
+		tasks:   map[taskKey]taskInfo{},
+		pending: map[taskKey]pending{},
+		tracks:  map[trackKey]*track{},
+		procs:   map[int]bool{},
+		fnNames: map[uintptr]string{},
+	}
+}
+
+// start writes the head of the document.
+func (e *encoder) start() { e.buf = append(e.buf, `{"traceEvents":[`...) }
+
+// finish ends the slices still open at their track's last time and writes
+// the tail of the document.
+func (e *encoder) finish() {
+	for _, tr := range e.order {
+		if tr.open && tr.last >= e.from {
+			e.ensureBegun(tr)
+			e.end(tr, tr.last, "running")
+		}
+	}
+	e.buf = append(e.buf, "\n],\"displayTimeUnit\":\"ns\"}\n"...)
+	e.flush()
+}
+
+// flush writes the buffered bytes, keeping the first error.
+func (e *encoder) flush() {
+	if len(e.buf) == 0 {
+		return
+	}
+	if e.err == nil {
+		_, e.err = e.w.Write(e.buf)
+	}
+	e.buf = e.buf[:0]
+}
+
+// chunk encodes the first n records of c.
+func (e *encoder) chunk(c *chunk, n int) {
+	b := c.src
+	tr := e.track(b.run, b.loop, true)
+	for i := range n {
+		e.record(b, tr, c, &c.recs[i])
+	}
+}
+
+// merge encodes views (grouped by buffer, each group in order) merged by
+// time across buffers, ties going to the buffer created first: the order
+// the events happened in, so that an arrow's start is met before its end
+// even when they are on different loops.
+func (e *encoder) merge(views []view) {
+	type cursor struct {
+		vs []view // the group's remaining views
+		i  int    // the next record in vs[0]
+		tr *track
+	}
+	var cs []*cursor
+	for i := 0; i < len(views); {
+		j := i + 1
+		for j < len(views) && views[j].c.src == views[i].c.src {
+			j++
+		}
+		b := views[i].c.src
+		cs = append(cs, &cursor{vs: views[i:j], tr: e.track(b.run, b.loop, true)})
+		i = j
+	}
+	for len(cs) > 0 {
+		best := 0
+		for k := 1; k < len(cs); k++ {
+			if cs[k].vs[0].c.recs[cs[k].i].ts < cs[best].vs[0].c.recs[cs[best].i].ts {
+				best = k
+			}
+		}
+		cur := cs[best]
+		v := cur.vs[0]
+		e.record(v.c.src, cur.tr, v.c, &v.c.recs[cur.i])
+		if cur.i++; cur.i == v.n {
+			cur.i = 0
+			if cur.vs = cur.vs[1:]; len(cur.vs) == 0 {
+				cs = append(cs[:best], cs[best+1:]...)
+			}
+		}
+	}
+}
+
+// record encodes one record of buffer b, whose loop track is tr.
+func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
+	if tr.first == minTime {
+		tr.first = r.ts
+	}
+	tr.last = max(tr.last, r.ts)
+	show := r.ts >= e.from
+	switch r.kind {
+	case kResume:
+		if tr.open { // a slice never ended: end it here
+			if show {
+				e.ensureBegun(tr)
+				e.end(tr, r.ts, Reason(0).String())
+			}
+			tr.open = false
+		}
+		k := key(b.run, r.a)
+		tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.taskName(k, r.a), r.ts, false
+		if show {
+			e.ensureBegun(tr)
+		}
+		if p, ok := e.pending[k]; ok {
+			delete(e.pending, k)
+			if show && p.written {
+				e.head(p.name, "flow", "f", r.ts, tr)
+				e.buf = append(e.buf, `,"bp":"e","id":`...)
+				e.buf = strconv.AppendUint(e.buf, p.id, 10)
+				e.buf = append(e.buf, '}')
+			}
+		}
+	case kSuspend:
+		if !tr.open || tr.task != r.a {
+			if tr.open && show { // the open one never ended: end it here
+				e.ensureBegun(tr)
+				e.end(tr, r.ts, Reason(0).String())
+			}
+			// It began before what this encoding sees.
+			tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.taskName(key(b.run, r.a), r.a), max(tr.first, e.from), false
+		}
+		if show {
+			e.ensureBegun(tr)
+			e.end(tr, r.ts, Reason(r.x).String())
+		}
+		tr.open = false
+		if Reason(r.x) == Finished {
+			k := key(b.run, r.a)
+			delete(e.tasks, k)
+			delete(e.pending, k)
+		}
+	case kSpawn:
+		k := key(b.run, r.b)
+		t := e.tasks[k]
+		t.fn = uintptr(r.arg)
+		e.tasks[k] = t
+		if r.a != 0 {
+			e.arrow(tr, r.ts, show, "spawn", "spawn", r.b, k)
+		}
+	case kName:
+		k := key(b.run, r.a)
+		t := e.tasks[k]
+		t.name = c.strs[r.x-1]
+		e.tasks[k] = t
+		if show {
+			e.ensureBegun(tr)
+			e.head("name", "task", "i", r.ts, tr)
+			e.buf = append(e.buf, `,"s":"t","args":{"task":`...)
+			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
+			e.buf = append(e.buf, `,"name":`...)
+			e.buf = appendString(e.buf, t.name)
+			e.buf = append(e.buf, "}}"...)
+		}
+	case kWake:
+		e.arrow(tr, r.ts, show, "wake", "wake", r.b, key(b.run, r.b))
+	case kWakeBy:
+		src := Source(r.x).String()
+		if show {
+			e.ensureBegun(tr)
+			e.head(src, "loop", "X", r.ts, tr)
+			e.buf = append(e.buf, `,"dur":0`...)
+			if r.b != 0 {
+				e.buf = append(e.buf, `,"args":{"task":`...)
+				e.buf = strconv.AppendUint(e.buf, uint64(r.b), 10)
+				e.buf = append(e.buf, '}')
+			}
+			e.buf = append(e.buf, '}')
+		}
+		if r.b != 0 {
+			// The X just written anchors the arrow.
+			e.flowStart(tr, r.ts, show, "wake", key(b.run, r.b))
+		}
+	case kPoll:
+		if show {
+			e.ensureBegun(tr)
+			e.head("poll", "poll", "X", r.ts, tr)
+			e.buf = append(e.buf, `,"dur":`...)
+			e.buf = appendMicros(e.buf, int64(r.arg))
+			e.buf = append(e.buf, `,"args":{"events":`...)
+			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
+			e.buf = append(e.buf, "}}"...)
+		}
+	case kSteal:
+		if show {
+			e.ensureBegun(tr)
+			e.head("steal", "loop", "i", r.ts, tr)
+			e.buf = append(e.buf, `,"s":"t","args":{"from":"loop `...)
+			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
+			e.buf = append(e.buf, `","tasks":`...)
+			e.buf = strconv.AppendUint(e.buf, uint64(r.b), 10)
+			e.buf = append(e.buf, "}}"...)
+		}
+	case kOffload:
+		if show {
+			lane := e.track(b.run, offloadTid(b.loop, int(r.b)), false)
+			if lane.name == "" {
+				lane.name = "loop " + strconv.Itoa(b.loop) + " offload " + strconv.Itoa(int(r.b))
+			}
+			e.head(e.taskName(key(b.run, r.a), r.a), "offload", "X", r.ts, lane)
+			e.buf = append(e.buf, `,"dur":`...)
+			e.buf = appendMicros(e.buf, int64(r.arg))
+			e.buf = append(e.buf, `,"args":{"task":`...)
+			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
+			e.buf = append(e.buf, "}}"...)
+		}
+	}
+	if len(e.buf) > 48<<10 {
+		e.flush()
+	}
+}
+
+// arrow starts an arrow named name on tr toward woken's next slice: from
+// the open slice, or from a zero-length anchor named anchor if none is.
+func (e *encoder) arrow(tr *track, ts int64, show bool, name, anchor string, woken uint32, k taskKey) {
+	if show {
+		e.ensureBegun(tr)
+		if !tr.open {
+			e.head(anchor, "loop", "X", ts, tr)
+			e.buf = append(e.buf, `,"dur":0,"args":{"task":`...)
+			e.buf = strconv.AppendUint(e.buf, uint64(woken), 10)
+			e.buf = append(e.buf, "}}"...)
+		}
+	}
+	e.flowStart(tr, ts, show, name, k)
+}
+
+// flowStart writes the "s" of an arrow toward the task k, inside the
+// slice that encloses ts on tr, and leaves its end pending.
+func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskKey) {
+	e.flows++
+	p := pending{id: e.flows, name: name, written: show}
+	if show {
+		e.head(name, "flow", "s", ts, tr)
+		e.buf = append(e.buf, `,"id":`...)
+		e.buf = strconv.AppendUint(e.buf, p.id, 10)
+		e.buf = append(e.buf, '}')
+	}
+	e.pending[k] = p
+}
+
+// ensureBegun writes the B of tr's open slice if it has not been written
+// (the slice began before what the output shows).
+func (e *encoder) ensureBegun(tr *track) {
+	if !tr.open || tr.begun {
+		return
+	}
+	tr.begun = true
+	e.head(tr.slice, "task", "B", max(tr.since, e.from), tr)
+	e.buf = append(e.buf, `,"args":{"task":`...)
+	e.buf = strconv.AppendUint(e.buf, uint64(tr.task), 10)
+	e.buf = append(e.buf, "}}"...)
+}
+
+// end writes the E of tr's open slice.
+func (e *encoder) end(tr *track, ts int64, reason string) {
+	e.head(tr.slice, "task", "E", ts, tr)
+	e.buf = append(e.buf, `,"args":{"reason":`...)
+	e.buf = appendString(e.buf, reason)
+	e.buf = append(e.buf, "}}"...)
+}
+
+// track returns the state of the track (run, tid), made on first use.
+func (e *encoder) track(run, tid int, loop bool) *track {
+	k := trackKey{run, tid}
+	if tr, ok := e.tracks[k]; ok {
+		return tr
+	}
+	tr := &track{pid: run, tid: tid, loop: loop, first: minTime, last: minTime}
+	if loop {
+		tr.name = "loop " + strconv.Itoa(tid)
+	}
+	e.tracks[k] = tr
+	e.order = append(e.order, tr)
+	return tr
+}
+
+// head writes a separator, the metadata of tr's process and track if
+// they are not written yet, and the common fields of an event, leaving
+// the object open.
+func (e *encoder) head(name, cat, ph string, ts int64, tr *track) {
+	if !tr.written {
+		tr.written = true
+		if !e.procs[tr.pid] {
+			e.procs[tr.pid] = true
+			e.meta("process_name", tr.pid, 0, `"name":"weft run `+strconv.Itoa(tr.pid)+`"`)
+		}
+		e.meta("thread_name", tr.pid, tr.tid, `"name":`+string(appendString(nil, tr.name)))
+		e.meta("thread_sort_index", tr.pid, tr.tid, `"sort_index":`+strconv.Itoa(tr.tid))
+	}
+	e.sep()
+	e.buf = append(e.buf, `{"name":`...)
+	e.buf = appendString(e.buf, name)
+	e.buf = append(e.buf, `,"cat":"`...)
+	e.buf = append(e.buf, cat...)
+	e.buf = append(e.buf, `","ph":"`...)
+	e.buf = append(e.buf, ph...)
+	e.buf = append(e.buf, `","ts":`...)
+	e.buf = appendMicros(e.buf, ts)
+	e.buf = append(e.buf, `,"pid":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(tr.pid), 10)
+	e.buf = append(e.buf, `,"tid":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(tr.tid), 10)
+}
+
+// meta writes a metadata event with the given args (JSON members).
+func (e *encoder) meta(name string, pid, tid int, args string) {
+	e.sep()
+	e.buf = append(e.buf, `{"name":"`...)
+	e.buf = append(e.buf, name...)
+	e.buf = append(e.buf, `","ph":"M","pid":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(pid), 10)
+	e.buf = append(e.buf, `,"tid":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(tid), 10)
+	e.buf = append(e.buf, `,"args":{`...)
+	e.buf = append(e.buf, args...)
+	e.buf = append(e.buf, "}}"...)
+}
+
+// sep starts a new event: a comma after the first, and one event a line.
+func (e *encoder) sep() {
+	if e.count > 0 {
+		e.buf = append(e.buf, ',')
+	}
+	e.buf = append(e.buf, '\n')
+	e.count++
+}
+
+// taskName returns the name of task k: the one set, else its function's,
+// else "task N".
+func (e *encoder) taskName(k taskKey, id uint32) string {
+	t := e.tasks[k]
+	if t.name != "" {
+		return t.name
+	}
+	if t.fn != 0 {
+		if n, ok := e.fnNames[t.fn]; ok {
+			return n
+		}
+		n := funcName(t.fn)
+		e.fnNames[t.fn] = n
+		if n != "" {
+			return n
+		}
+	}
+	return "task " + strconv.FormatUint(uint64(id), 10)
+}
+
+// funcName returns the name of the function at pc without its package
+// path ("tour.Fetch.func1"), or "" if there is none.
+func funcName(pc uintptr) string {
+	f := runtime.FuncForPC(pc)
+	if f == nil {
+		return ""
+	}
+	n := f.Name()
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		n = n[i+1:]
+	}
+	return n
+}
+
+// appendMicros appends ns nanoseconds as microseconds, with up to three
+// decimals and no trailing zeros: 1234567 → 1234.567, 1500 → 1.5.
+func appendMicros(b []byte, ns int64) []byte {
+	u := uint64(ns)
+	if ns < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	b = strconv.AppendUint(b, u/1000, 10)
+	frac := u % 1000
+	if frac == 0 {
+		return b
+	}
+	digits := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+	n := 3
+	for digits[n-1] == '0' {
+		n--
+	}
+	b = append(b, '.')
+	return append(b, digits[:n]...)
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else if r == '\u2028' || r == '\u2029' {
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&15])
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}

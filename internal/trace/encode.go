@@ -46,7 +46,8 @@ type taskKey uint64
 func key(run int, task uint32) taskKey { return taskKey(uint64(uint32(run))<<32 | uint64(task)) }
 
 // taskInfo is what names a task: its name if it was given one, else its
-// function.
+// function. (The encoder keeps the name as a JSON string, the ring as
+// it was set.)
 type taskInfo struct {
 	name string
 	fn   uintptr
@@ -60,6 +61,7 @@ type track struct {
 	pid, tid int
 	name     string // the thread_name
 	written  bool   // its metadata has been written
+	ids      string // its pid and tid as JSON members, once written
 	loop     bool   // a loop's track (task slices), not an offload lane
 	first    int64  // the first record's time
 	last     int64  // the latest record's time
@@ -67,7 +69,7 @@ type track struct {
 	// The open task slice of a loop's track.
 	open  bool
 	task  uint32
-	slice string // its name, as its B has (or will have) it
+	slice string // its name (a JSON string), as its B has (or will have) it
 	since int64  // when it began, or when this encoding first saw it
 	begun bool   // its B has been written
 }
@@ -76,13 +78,16 @@ type track struct {
 // end waits for the woken task's next slice.
 type pending struct {
 	id      uint64
-	name    string // "spawn" or "wake"
+	name    string // "spawn" or "wake", as a JSON string
 	written bool   // the start was written: the end may be
 }
 
+// flushAt is how many bytes the encoder gathers before it writes them.
+const flushAt = 60 << 10
+
 type encoder struct {
 	w     io.Writer
-	buf   []byte
+	buf   []byte // the output not yet written: the encoder's own buffer
 	err   error
 	count int   // events written
 	from  int64 // records before it update the state but are not written
@@ -99,6 +104,7 @@ type encoder struct {
 func newEncoder(w io.Writer, from int64) *encoder {
 	return &encoder{
 		w:       w,
+		buf:     make([]byte, 0, flushAt+4<<10),
 		from:    from,
 		tasks:   map[taskKey]taskInfo{},
 		pending: map[taskKey]pending{},
@@ -207,7 +213,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		if p, ok := e.pending[k]; ok {
 			delete(e.pending, k)
 			if show && p.written {
-				e.head(p.name, "flow", "f", r.ts, tr)
+				e.head(p.name, flowEnd, r.ts, tr)
 				e.buf = append(e.buf, `,"bp":"e","id":`...)
 				e.buf = strconv.AppendUint(e.buf, p.id, 10)
 				e.buf = append(e.buf, '}')
@@ -238,29 +244,29 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		t.fn = uintptr(r.arg)
 		e.tasks[k] = t
 		if r.a != 0 {
-			e.arrow(tr, r.ts, show, "spawn", "spawn", r.b, k)
+			e.arrow(tr, r.ts, show, `"spawn"`, r.b, k)
 		}
 	case kName:
 		k := key(b.run, r.a)
 		t := e.tasks[k]
-		t.name = c.strs[r.x-1]
+		t.name = string(appendString(nil, c.strs[r.x-1]))
 		e.tasks[k] = t
 		if show {
 			e.ensureBegun(tr)
-			e.head("name", "task", "i", r.ts, tr)
+			e.head(`"name"`, taskInstant, r.ts, tr)
 			e.buf = append(e.buf, `,"s":"t","args":{"task":`...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
 			e.buf = append(e.buf, `,"name":`...)
-			e.buf = appendString(e.buf, t.name)
+			e.buf = append(e.buf, t.name...)
 			e.buf = append(e.buf, "}}"...)
 		}
 	case kWake:
-		e.arrow(tr, r.ts, show, "wake", "wake", r.b, key(b.run, r.b))
+		e.arrow(tr, r.ts, show, `"wake"`, r.b, key(b.run, r.b))
 	case kWakeBy:
-		src := Source(r.x).String()
+		src := quotedSources[min(r.x, uint8(numSources))]
 		if show {
 			e.ensureBegun(tr)
-			e.head(src, "loop", "X", r.ts, tr)
+			e.head(src, loopComplete, r.ts, tr)
 			e.buf = append(e.buf, `,"dur":0`...)
 			if r.b != 0 {
 				e.buf = append(e.buf, `,"args":{"task":`...)
@@ -271,12 +277,12 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		}
 		if r.b != 0 {
 			// The X just written anchors the arrow.
-			e.flowStart(tr, r.ts, show, "wake", key(b.run, r.b))
+			e.flowStart(tr, r.ts, show, `"wake"`, key(b.run, r.b))
 		}
 	case kPoll:
 		if show {
 			e.ensureBegun(tr)
-			e.head("poll", "poll", "X", r.ts, tr)
+			e.head(`"poll"`, pollComplete, r.ts, tr)
 			e.buf = append(e.buf, `,"dur":`...)
 			e.buf = appendMicros(e.buf, int64(r.arg))
 			e.buf = append(e.buf, `,"args":{"events":`...)
@@ -286,7 +292,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 	case kSteal:
 		if show {
 			e.ensureBegun(tr)
-			e.head("steal", "loop", "i", r.ts, tr)
+			e.head(`"steal"`, loopInstant, r.ts, tr)
 			e.buf = append(e.buf, `,"s":"t","args":{"from":"loop `...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
 			e.buf = append(e.buf, `","tasks":`...)
@@ -299,7 +305,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 			if lane.name == "" {
 				lane.name = "loop " + strconv.Itoa(b.loop) + " offload " + strconv.Itoa(int(r.b))
 			}
-			e.head(e.taskName(key(b.run, r.a), r.a), "offload", "X", r.ts, lane)
+			e.head(e.taskName(key(b.run, r.a), r.a), offloadComplete, r.ts, lane)
 			e.buf = append(e.buf, `,"dur":`...)
 			e.buf = appendMicros(e.buf, int64(r.arg))
 			e.buf = append(e.buf, `,"args":{"task":`...)
@@ -307,18 +313,19 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 			e.buf = append(e.buf, "}}"...)
 		}
 	}
-	if len(e.buf) > 48<<10 {
+	if len(e.buf) > flushAt {
 		e.flush()
 	}
 }
 
-// arrow starts an arrow named name on tr toward woken's next slice: from
-// the open slice, or from a zero-length anchor named anchor if none is.
-func (e *encoder) arrow(tr *track, ts int64, show bool, name, anchor string, woken uint32, k taskKey) {
+// arrow starts an arrow named name (quoted) on tr toward woken's next
+// slice: from the open slice, or from a zero-length anchor of the same
+// name if none is open.
+func (e *encoder) arrow(tr *track, ts int64, show bool, name string, woken uint32, k taskKey) {
 	if show {
 		e.ensureBegun(tr)
 		if !tr.open {
-			e.head(anchor, "loop", "X", ts, tr)
+			e.head(name, loopComplete, ts, tr)
 			e.buf = append(e.buf, `,"dur":0,"args":{"task":`...)
 			e.buf = strconv.AppendUint(e.buf, uint64(woken), 10)
 			e.buf = append(e.buf, "}}"...)
@@ -333,7 +340,7 @@ func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskK
 	e.flows++
 	p := pending{id: e.flows, name: name, written: show}
 	if show {
-		e.head(name, "flow", "s", ts, tr)
+		e.head(name, flowStart, ts, tr)
 		e.buf = append(e.buf, `,"id":`...)
 		e.buf = strconv.AppendUint(e.buf, p.id, 10)
 		e.buf = append(e.buf, '}')
@@ -348,7 +355,7 @@ func (e *encoder) ensureBegun(tr *track) {
 		return
 	}
 	tr.begun = true
-	e.head(tr.slice, "task", "B", max(tr.since, e.from), tr)
+	e.head(tr.slice, sliceBegin, max(tr.since, e.from), tr)
 	e.buf = append(e.buf, `,"args":{"task":`...)
 	e.buf = strconv.AppendUint(e.buf, uint64(tr.task), 10)
 	e.buf = append(e.buf, "}}"...)
@@ -356,7 +363,7 @@ func (e *encoder) ensureBegun(tr *track) {
 
 // end writes the E of tr's open slice.
 func (e *encoder) end(tr *track, ts int64, reason string) {
-	e.head(tr.slice, "task", "E", ts, tr)
+	e.head(tr.slice, sliceEnd, ts, tr)
 	e.buf = append(e.buf, `,"args":{"reason":`...)
 	e.buf = appendString(e.buf, reason)
 	e.buf = append(e.buf, "}}"...)
@@ -377,10 +384,32 @@ func (e *encoder) track(run, tid int, loop bool) *track {
 	return tr
 }
 
+// The categories and phases of the events written, as JSON members.
+const (
+	sliceBegin      = `"cat":"task","ph":"B"`
+	sliceEnd        = `"cat":"task","ph":"E"`
+	taskInstant     = `"cat":"task","ph":"i","s":"t"`
+	flowStart       = `"cat":"flow","ph":"s"`
+	flowEnd         = `"cat":"flow","ph":"f","bp":"e"`
+	loopComplete    = `"cat":"loop","ph":"X"`
+	loopInstant     = `"cat":"loop","ph":"i","s":"t"`
+	pollComplete    = `"cat":"poll","ph":"X"`
+	offloadComplete = `"cat":"offload","ph":"X"`
+)
+
+// quotedSources holds the names of the sources as JSON strings.
+var quotedSources = func() (q [numSources + 1]string) {
+	for i := range q {
+		q[i] = string(appendString(nil, Source(i).String()))
+	}
+	return q
+}()
+
 // head writes a separator, the metadata of tr's process and track if
-// they are not written yet, and the common fields of an event, leaving
-// the object open.
-func (e *encoder) head(name, cat, ph string, ts int64, tr *track) {
+// they are not written yet, and the common fields of an event: its name
+// (a JSON string), its category and phase (catPh: JSON members), its time
+// and its track, leaving the object open.
+func (e *encoder) head(name, catPh string, ts int64, tr *track) {
 	if !tr.written {
 		tr.written = true
 		if !e.procs[tr.pid] {
@@ -389,20 +418,16 @@ func (e *encoder) head(name, cat, ph string, ts int64, tr *track) {
 		}
 		e.meta("thread_name", tr.pid, tr.tid, `"name":`+string(appendString(nil, tr.name)))
 		e.meta("thread_sort_index", tr.pid, tr.tid, `"sort_index":`+strconv.Itoa(tr.tid))
+		tr.ids = `,"pid":` + strconv.Itoa(tr.pid) + `,"tid":` + strconv.Itoa(tr.tid)
 	}
 	e.sep()
 	e.buf = append(e.buf, `{"name":`...)
-	e.buf = appendString(e.buf, name)
-	e.buf = append(e.buf, `,"cat":"`...)
-	e.buf = append(e.buf, cat...)
-	e.buf = append(e.buf, `","ph":"`...)
-	e.buf = append(e.buf, ph...)
-	e.buf = append(e.buf, `","ts":`...)
+	e.buf = append(e.buf, name...)
+	e.buf = append(e.buf, ',')
+	e.buf = append(e.buf, catPh...)
+	e.buf = append(e.buf, `,"ts":`...)
 	e.buf = appendMicros(e.buf, ts)
-	e.buf = append(e.buf, `,"pid":`...)
-	e.buf = strconv.AppendInt(e.buf, int64(tr.pid), 10)
-	e.buf = append(e.buf, `,"tid":`...)
-	e.buf = strconv.AppendInt(e.buf, int64(tr.tid), 10)
+	e.buf = append(e.buf, tr.ids...)
 }
 
 // meta writes a metadata event with the given args (JSON members).
@@ -428,24 +453,26 @@ func (e *encoder) sep() {
 	e.count++
 }
 
-// taskName returns the name of task k: the one set, else its function's,
-// else "task N".
+// taskName returns the name of task k as a JSON string: the one set, else
+// its function's, else "task N".
 func (e *encoder) taskName(k taskKey, id uint32) string {
 	t := e.tasks[k]
 	if t.name != "" {
 		return t.name
 	}
 	if t.fn != 0 {
-		if n, ok := e.fnNames[t.fn]; ok {
-			return n
+		n, ok := e.fnNames[t.fn]
+		if !ok {
+			if f := funcName(t.fn); f != "" {
+				n = string(appendString(nil, f))
+			}
+			e.fnNames[t.fn] = n
 		}
-		n := funcName(t.fn)
-		e.fnNames[t.fn] = n
 		if n != "" {
 			return n
 		}
 	}
-	return "task " + strconv.FormatUint(uint64(id), 10)
+	return `"task ` + strconv.FormatUint(uint64(id), 10) + `"`
 }
 
 // funcName returns the name of the function at pc without its package

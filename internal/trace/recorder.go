@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"maps"
@@ -55,19 +54,14 @@ func NewStream(w io.Writer) *Recorder {
 // they arrive until Close closes r.full, then ends the document.
 func (r *Recorder) write(w io.Writer) {
 	defer close(r.done)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	e := newEncoder(bw, minTime)
+	e := newEncoder(w, minTime)
 	e.start()
 	for c := range r.full {
 		e.chunk(c, c.n)
 		r.recycle(c)
 	}
 	e.finish()
-	err := e.err
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	r.err = err
+	r.err = e.err
 }
 
 // NewRing returns a Recorder that keeps roughly the last window of events
@@ -249,16 +243,17 @@ func (r *Recorder) WriteSnapshot(w io.Writer, d time.Duration) error {
 		}
 		from = newest - int64(d)
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	e := newEncoder(bw, from)
-	e.tasks = tasks
+	e := newEncoder(w, from)
+	for k, t := range tasks { // into a map: the order does not matter
+		if t.name != "" {
+			t.name = string(appendString(nil, t.name))
+		}
+		e.tasks[k] = t
+	}
 	e.start()
 	e.merge(views)
 	e.finish()
-	if e.err != nil {
-		return e.err
-	}
-	return bw.Flush()
+	return e.err
 }
 
 // view is the first n records of a chunk, as a snapshot reads them.
@@ -280,6 +275,8 @@ type ring struct {
 	// finished (their function, their name), so that a snapshot still
 	// names them.
 	tasks map[taskKey]taskInfo
+
+	spawned, finished []uint32 // remember's scratch
 }
 
 // push adds c to the ring and drops what is too old or too much.
@@ -310,26 +307,50 @@ func (g *ring) push(r *Recorder, c *chunk) {
 	}
 }
 
-// remember keeps what an evicted chunk says about live tasks.
+// remember keeps what an evicted chunk says about live tasks. Most tasks
+// start and finish within one chunk; those cost no map operation.
 func (g *ring) remember(c *chunk) {
 	run := c.src.run
+	spawned, finished := g.spawned[:0], g.finished[:0]
 	for i := range c.n {
-		rec := &c.recs[i]
-		switch rec.kind {
+		switch rec := &c.recs[i]; rec.kind {
 		case kSpawn:
-			k := key(run, rec.b)
-			t := g.tasks[k]
-			t.fn = uintptr(rec.arg)
-			g.tasks[k] = t
-		case kName:
-			k := key(run, rec.a)
-			t := g.tasks[k]
-			t.name = c.strs[rec.x-1]
-			g.tasks[k] = t
+			spawned = append(spawned, rec.b)
 		case kSuspend:
 			if Reason(rec.x) == Finished {
-				delete(g.tasks, key(run, rec.a))
+				finished = append(finished, rec.a)
 			}
+		}
+	}
+	slices.Sort(spawned)
+	slices.Sort(finished)
+	g.spawned, g.finished = spawned, finished
+	for i := range c.n {
+		rec := &c.recs[i]
+		var id uint32
+		switch rec.kind {
+		case kSpawn:
+			id = rec.b
+		case kName:
+			id = rec.a
+		default:
+			continue
+		}
+		if _, done := slices.BinarySearch(finished, id); done {
+			continue
+		}
+		k := key(run, id)
+		t := g.tasks[k]
+		if rec.kind == kSpawn {
+			t.fn = uintptr(rec.arg)
+		} else {
+			t.name = c.strs[rec.x-1]
+		}
+		g.tasks[k] = t
+	}
+	for _, id := range finished {
+		if _, here := slices.BinarySearch(spawned, id); !here {
+			delete(g.tasks, key(run, id))
 		}
 	}
 }

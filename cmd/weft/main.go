@@ -4,6 +4,7 @@
 //	weft bench          core benchmarks beside their Go-native twins
 //	weft bench convoy   an echo server beside CPU-bound work (the GIL's convoy effect)
 //	weft bench sha256   hashing on the loop against hashing in Offload
+//	weft trace FILE     draw a trace (WithTrace's JSON) as an SVG timeline
 //
 // Run it from a checkout with `go run ./cmd/weft tour`.
 package main
@@ -32,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runTour(stdout, args[1:])
 	case "bench":
 		err = bench(stdout, stderr, args[1:])
+	case "trace":
+		err = traceCmd(stdout, stderr, args[1:])
 	case "measure-memory": // hidden: one measurement in a fresh process, for bench
 		err = measureMemory(stdout, args[1:])
 	case clientMode: // hidden: the load client in a process of its own, for bench convoy
@@ -64,6 +67,8 @@ commands:
                    more)
   bench sha256     hash messages in tasks on one loop, then in Offload
                    (flags: -size -n -interval)
+  trace FILE.json  draw a trace-event file as an SVG timeline: a row per loop,
+                   tasks as coloured slices (flags: -o FILE.svg -title -width)
   help             this text
 `)
 }

@@ -116,7 +116,7 @@ func (b *Buffer) Steal(ts int64, victim, tasks int) {
 // one of this loop's offload tracks. The loop records it when the work's
 // result comes back, with the times the worker read from the loop's clock;
 // so the record may be older than the records before it. Choose lanes so
-// that work on one lane never overlaps (see Lanes).
+// that work on one lane never overlaps (see Lanes); there are at most 1000.
 func (b *Buffer) Offload(start, end int64, task uint32, lane int) {
 	b.put(record{ts: start, kind: kOffload, arg: uint64(end - start), a: task, b: uint32(lane)})
 }

@@ -34,9 +34,13 @@ import (
 	"unicode/utf8"
 )
 
-// Track ids: a loop's track is its index; lane j of loop i's offload work
-// is offloadTid(i, j).
+// Track ids. Loop i's track is tid i+1, and lane j of its offload work is
+// offloadTid(i, j). No track is tid 0: Perfetto reads a tid of 0 as the
+// pid, which would put loop 0 on the track of the loop whose tid is the
+// run number.
 const offloadTidBase = 1000
+
+func loopTid(loop int) int { return loop + 1 }
 
 func offloadTid(loop, lane int) int { return offloadTidBase*(loop+1) + lane }
 
@@ -144,7 +148,7 @@ func (e *encoder) flush() {
 // chunk encodes the first n records of c.
 func (e *encoder) chunk(c *chunk, n int) {
 	b := c.src
-	tr := e.track(b.run, b.loop, true)
+	tr := e.track(b.run, loopTid(b.loop), true)
 	for i := range n {
 		e.record(b, tr, c, &c.recs[i])
 	}
@@ -167,7 +171,7 @@ func (e *encoder) merge(views []view) {
 			j++
 		}
 		b := views[i].c.src
-		cs = append(cs, &cursor{vs: views[i:j], tr: e.track(b.run, b.loop, true)})
+		cs = append(cs, &cursor{vs: views[i:j], tr: e.track(b.run, loopTid(b.loop), true)})
 		i = j
 	}
 	for len(cs) > 0 {
@@ -377,7 +381,7 @@ func (e *encoder) track(run, tid int, loop bool) *track {
 	}
 	tr := &track{pid: run, tid: tid, loop: loop, first: minTime, last: minTime}
 	if loop {
-		tr.name = "loop " + strconv.Itoa(tid)
+		tr.name = "loop " + strconv.Itoa(tid-1)
 	}
 	e.tracks[k] = tr
 	e.order = append(e.order, tr)

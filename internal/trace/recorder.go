@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -83,11 +84,14 @@ func NewRing(window time.Duration, maxBytes int) *Recorder {
 // chunkBytes is about what a chunk weighs.
 const chunkBytes = chunkRecords*32 + chunkStrings*16
 
-// NewBuffer returns a buffer for loop number loop of run number run: its
-// events go on the track "loop N" of the process "weft run R" (pid R, tid
-// N), and its offload lanes on tracks of their own. It panics if the
-// Recorder is closed.
+// NewBuffer returns a buffer for loop number loop (from 0) of run number
+// run (from 1): its events go on the track "loop N" (tid N+1) of the
+// process "weft run R" (pid R), and its offload lanes on tracks of their
+// own. It panics if run < 1 or loop < 0, or if the Recorder is closed.
 func (r *Recorder) NewBuffer(run, loop int) *Buffer {
+	if run < 1 || loop < 0 || loop >= offloadTidBase-1 {
+		panic(fmt.Sprintf("weft: trace.Recorder.NewBuffer(%d, %d): runs are numbered from 1, loops from 0", run, loop))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {

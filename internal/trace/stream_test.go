@@ -118,7 +118,7 @@ func TestStreamHoldsTheEventsOfASmallProgram(t *testing.T) {
 	}
 	var begins []slice
 	for _, e := range only(evs, "B") {
-		if e.Pid != 1 || e.Tid != 0 || e.Cat != "task" {
+		if e.Pid != 1 || e.Tid != 1 || e.Cat != "task" { // loop 0 is tid 1
 			t.Errorf("slice on pid %d tid %d cat %q", e.Pid, e.Tid, e.Cat)
 		}
 		begins = append(begins, slice{e.Name, e.Ts})
@@ -169,12 +169,12 @@ func TestStreamHoldsTheEventsOfASmallProgram(t *testing.T) {
 		xs = append(xs, complete{e.Name, e.Cat, e.Ts, *e.Dur, e.Tid})
 	}
 	wantXs := []complete{
-		{"poll", "poll", 0.5, 1000, 0},
-		{"timer", "loop", 1000.5, 0, 0},
-		{"poll", "poll", 1000.7, 2, 0},
+		{"poll", "poll", 0.5, 1000, 1},
+		{"timer", "loop", 1000.5, 0, 1},
+		{"poll", "poll", 1000.7, 2, 1},
 		{child, "offload", 1000.8, 1.8, 1000},
-		{"offload done", "loop", 1002.7, 0, 0},
-		{"timer", "loop", 1003.15, 0, 0},
+		{"offload done", "loop", 1002.7, 0, 1},
+		{"timer", "loop", 1003.15, 0, 1},
 	}
 	if !slices.Equal(xs, wantXs) {
 		t.Errorf("complete events\n%v, want\n%v", xs, wantXs)
@@ -190,7 +190,7 @@ func TestStreamHoldsTheEventsOfASmallProgram(t *testing.T) {
 			meta[fmt.Sprintf("%s %d/%d %s", e.Name, e.Pid, e.Tid, n)] = true
 		}
 	}
-	for _, m := range []string{"process_name 1/0 weft run 1", "thread_name 1/0 loop 0", "thread_name 1/1000 loop 0 offload 0"} {
+	for _, m := range []string{"process_name 1/0 weft run 1", "thread_name 1/1 loop 0", "thread_name 1/1000 loop 0 offload 0"} {
 		if !meta[m] {
 			t.Errorf("no metadata %q in %v", m, meta)
 		}
@@ -231,7 +231,7 @@ func TestStreamKeepsLoopsAndRunsApart(t *testing.T) {
 	for _, e := range only(evs, "B") {
 		tracks[fmt.Sprintf("%d/%d", e.Pid, e.Tid)]++
 	}
-	if !reflect.DeepEqual(tracks, map[string]int{"1/0": 6, "1/1": 6, "2/0": 6}) {
+	if !reflect.DeepEqual(tracks, map[string]int{"1/1": 6, "1/2": 6, "2/1": 6}) {
 		t.Fatalf("slices per track: %v", tracks)
 	}
 	var procs []string
@@ -381,5 +381,22 @@ func TestLanesHandOutTheLowestFreeLane(t *testing.T) {
 	l.Put(65)
 	if a, b, c := l.Take(), l.Take(), l.Take(); a != 3 || b != 65 || c != 70 {
 		t.Fatalf("after freeing 3 and 65: %d %d %d", a, b, c)
+	}
+}
+
+// TestNewBufferRefusesRunZero checks the numbering NewBuffer asks for: a
+// run 0 would be pid 0, which viewers treat as no process.
+func TestNewBufferRefusesRunZero(t *testing.T) {
+	r := NewRing(0, 0)
+	defer r.Close()
+	for _, c := range [][2]int{{0, 0}, {1, -1}} {
+		func() {
+			defer func() {
+				if p, _ := recover().(string); !strings.HasPrefix(p, "weft: ") {
+					t.Errorf("NewBuffer(%d, %d) did not panic with a weft: message: %q", c[0], c[1], p)
+				}
+			}()
+			r.NewBuffer(c[0], c[1])
+		}()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // maxProblems bounds the problems Validate reports about one document.
@@ -43,6 +44,7 @@ var phases = map[string]bool{
 //     (with "name" for process_name and thread_name, and "sort_index" for
 //     the sort indexes);
 //   - numbers are finite and durations non-negative;
+//   - no two tracks become one in Perfetto, which reads tid 0 as the pid;
 //   - B and E pair up on each track (pid, tid) in timestamp order, and the
 //     slices of a track (B/E pairs and X events) nest: two slices either
 //     do not overlap or one contains the other;
@@ -114,6 +116,7 @@ func (v *validator) check(raw []any) {
 			evs = append(evs, e)
 		}
 	}
+	v.tidZero(evs)
 	byTrack := map[string][]vevent{}
 	var tracks []string // in order of first appearance, for stable reports
 	flows := map[string][]vevent{}
@@ -142,6 +145,27 @@ func (v *validator) check(raw []any) {
 	}
 	if v.dropped > 0 {
 		v.problems = append(v.problems, fmt.Errorf("trace: and %d more problems", v.dropped))
+	}
+}
+
+// tidZero reports tracks that Perfetto would merge: it reads tid 0 as
+// the pid, so (pid P, tid 0) and (pid P, tid P) become one track.
+func (v *validator) tidZero(evs []vevent) {
+	used := map[string]bool{}
+	for _, e := range evs {
+		if e.ph != "M" {
+			used[e.track] = true
+		}
+	}
+	for _, e := range evs {
+		pid, tid, _ := strings.Cut(e.track, "/")
+		if e.ph == "M" || tid != "n0" || pid == "n0" || !strings.HasPrefix(pid, "n") || !used[e.track] {
+			continue
+		}
+		if used[pid+"/"+pid] {
+			v.addf("event %d: tid 0 of pid %s is read as tid %s, so two tracks become one", e.i, pid[1:], pid[1:])
+		}
+		delete(used, e.track) // once per track
 	}
 }
 

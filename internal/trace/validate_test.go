@@ -60,6 +60,7 @@ func TestValidateRejectsEachKindOfMistake(t *testing.T) {
 		{"flow without id", ev(`{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1}`, `{"name":"f","ph":"s","ts":0,"pid":1,"tid":1}`), "no id"},
 		{"bad binding point", ev(`{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1}`,
 			`{"name":"f","ph":"s","id":1,"ts":0,"pid":1,"tid":1}`, `{"name":"f","ph":"f","bp":"x","id":1,"ts":1,"pid":1,"tid":1}`), "bp"},
+		{"tid 0 beside tid = pid", ev(`{"name":"a","ph":"X","ts":0,"dur":1,"pid":3,"tid":0}`, `{"name":"b","ph":"X","ts":0,"dur":1,"pid":3,"tid":3}`), "two tracks become one"},
 		{"E without B", ev(`{"name":"a","ph":"E","ts":0,"pid":1,"tid":1}`), "ends no slice"},
 		{"B never ended", ev(`{"name":"a","ph":"B","ts":0,"pid":1,"tid":1}`), "never ended"},
 		{"E before its B", ev(`{"name":"a","ph":"B","ts":5,"pid":1,"tid":1}`, `{"name":"a","ph":"E","ts":4,"pid":1,"tid":1}`), "ends no slice"},

@@ -218,7 +218,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 			delete(e.pending, k)
 			if show && p.written {
 				e.head(p.name, flowEnd, r.ts, tr)
-				e.buf = append(e.buf, `,"bp":"e","id":`...)
+				e.buf = append(e.buf, `,"id":`...)
 				e.buf = strconv.AppendUint(e.buf, p.id, 10)
 				e.buf = append(e.buf, '}')
 			}
@@ -258,7 +258,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		if show {
 			e.ensureBegun(tr)
 			e.head(`"name"`, taskInstant, r.ts, tr)
-			e.buf = append(e.buf, `,"s":"t","args":{"task":`...)
+			e.buf = append(e.buf, `,"args":{"task":`...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
 			e.buf = append(e.buf, `,"name":`...)
 			e.buf = append(e.buf, t.name...)
@@ -297,7 +297,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		if show {
 			e.ensureBegun(tr)
 			e.head(`"steal"`, loopInstant, r.ts, tr)
-			e.buf = append(e.buf, `,"s":"t","args":{"from":"loop `...)
+			e.buf = append(e.buf, `,"args":{"from":"loop `...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
 			e.buf = append(e.buf, `","tasks":`...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.b), 10)

@@ -467,7 +467,7 @@ func drawMarks(b *strings.Builder, tl timeline, y float64, ms []sspan) {
 			}
 		}
 		x := tl.x(ms[i].start)
-		fmt.Fprintf(b, `<rect x="%.2f" y="%.1f" width="1" height="%d" fill="#c53030"><title>%s at %s</title></rect>`+"\n",
+		fmt.Fprintf(b, `<rect x="%.2f" y="%.1f" width="1" height="%d" fill="#1a202c"><title>%s at %s</title></rect>`+"\n",
 			x, y-svgTickH/2, svgTickH, xmlEscape(strings.Join(tip, ", ")), fmtMicros(ms[i].start-tl.t0))
 		i = j
 	}

@@ -4,6 +4,7 @@ package trace
 // chrome://tracing need in order to show a JSON trace as it was meant.
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -37,7 +38,8 @@ var phases = map[string]bool{
 // JSON object with a traceEvents array or as a bare array of events, and
 // returns the problems it found (at most 20, joined), or nil. It checks:
 //
-//   - every event is an object with a known phase "ph";
+//   - every event is an object with a known phase "ph", and no object
+//     has a key twice;
 //   - the fields each phase needs: "name" (all but E), "ts" (all but M),
 //     "pid", and "tid" (all but process metadata and process- or
 //     global-scoped instants), "dur" for X, "id" for flows, "args" for M
@@ -74,8 +76,48 @@ func Validate(data []byte) error {
 		return errors.New("trace: neither an object nor an array")
 	}
 	v := validator{}
+	v.duplicateKeys(data)
 	v.check(raw)
 	return errors.Join(v.problems...)
+}
+
+// duplicateKeys reports objects that have a key twice: JSON readers
+// disagree on which one counts.
+func (v *validator) duplicateKeys(data []byte) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	type level struct {
+		keys   map[string]bool // nil for an array
+		expect bool            // the next token in this object is a key
+	}
+	var stack []level
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return // the end, or a syntax error Unmarshal has reported
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].keys != nil && stack[top].expect {
+			if k, ok := tok.(string); ok {
+				if stack[top].keys[k] {
+					v.addf("an object has the key %q twice (at byte %d)", k, d.InputOffset())
+				}
+				stack[top].keys[k] = true
+				stack[top].expect = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].keys != nil && !stack[top].expect {
+			stack[top].expect = true // this token is a value (or starts one)
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, level{keys: map[string]bool{}, expect: true})
+		case json.Delim('['):
+			stack = append(stack, level{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 // vevent is an event as the validator sees it.

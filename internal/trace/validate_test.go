@@ -44,6 +44,7 @@ func TestValidateRejectsEachKindOfMistake(t *testing.T) {
 		{"no events", `{"events":[]}`, "no traceEvents"},
 		{"bad time unit", `{"traceEvents":[],"displayTimeUnit":"s"}`, "displayTimeUnit"},
 		{"not an object", ev(`3`), "not an object"},
+		{"a key twice", ev(`{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1,"args":{"x":1,"x":2}}`), "key \"x\" twice"},
 		{"unknown phase", ev(`{"name":"a","ph":"Q","ts":0,"pid":1,"tid":1}`), "unknown phase"},
 		{"no name", ev(`{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1}`), "no name"},
 		{"no ts", ev(`{"name":"a","ph":"i","pid":1,"tid":1}`), "no numeric ts"},

@@ -53,8 +53,10 @@ func key(run int, task uint32) taskKey { return taskKey(uint64(uint32(run))<<32 
 // function. (The encoder keeps the name as a JSON string, the ring as
 // it was set.)
 type taskInfo struct {
-	name string
-	fn   uintptr
+	name    string
+	fn      uintptr
+	resumed int64 // the encoder's: when it last saw the task resume
+	ran     bool  // resumed is set
 }
 
 // trackKey names a track: pid and tid.
@@ -210,7 +212,10 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 			tr.open = false
 		}
 		k := key(b.run, r.a)
-		tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.taskName(k, r.a), r.ts, false
+		t := e.tasks[k]
+		t.resumed, t.ran = r.ts, true
+		e.tasks[k] = t
+		tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.nameOf(t, r.a), r.ts, false
 		if show {
 			e.ensureBegun(tr)
 		}
@@ -340,8 +345,15 @@ func (e *encoder) arrow(tr *track, ts int64, show bool, name string, woken uint3
 
 // flowStart writes the "s" of an arrow toward the task k, inside the
 // slice that encloses ts on tr, and leaves its end pending.
+//
+// If the task has already been seen to resume after ts, the arrow's end
+// has gone by (its loop's chunk reached a stream first): the arrow is
+// left out rather than bound to a later slice.
 func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskKey) {
 	e.flows++
+	if t := e.tasks[k]; t.ran && t.resumed > ts {
+		return
+	}
 	p := pending{id: e.flows, name: name, written: show}
 	if show {
 		e.head(name, flowStart, ts, tr)
@@ -459,8 +471,10 @@ func (e *encoder) sep() {
 
 // taskName returns the name of task k as a JSON string: the one set, else
 // its function's, else "task N".
-func (e *encoder) taskName(k taskKey, id uint32) string {
-	t := e.tasks[k]
+func (e *encoder) taskName(k taskKey, id uint32) string { return e.nameOf(e.tasks[k], id) }
+
+// nameOf is taskName with the task's info at hand.
+func (e *encoder) nameOf(t taskInfo, id uint32) string {
 	if t.name != "" {
 		return t.name
 	}

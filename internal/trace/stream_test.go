@@ -400,3 +400,28 @@ func TestNewBufferRefusesRunZero(t *testing.T) {
 		}()
 	}
 }
+
+// TestStreamLeavesOutAnArrowWhoseEndWentBy hands a stream the chunk of
+// the loop where a child ran before the chunk of the loop that spawned it
+// (as a steal between loops could): the arrow must be left out, not bound
+// to the child's next slice.
+func TestStreamLeavesOutAnArrowWhoseEndWentBy(t *testing.T) {
+	evs := decode(t, streamOf(t, func(r *Recorder) {
+		spawner, thief := r.NewBuffer(1, 0), r.NewBuffer(1, 1)
+		thief.Resume(50, 2)
+		thief.Suspend(60, 2, Yield)
+		thief.Resume(80, 2)
+		thief.Suspend(90, 2, WaitTimer)
+		thief.Flush()
+		spawner.Resume(10, 1)
+		spawner.Spawn(20, 1, 2, 0)
+		spawner.Suspend(30, 1, WaitPromise)
+		spawner.Flush()
+	}))
+	if s, f := only(evs, "s"), only(evs, "f"); len(s) != 0 || len(f) != 0 {
+		t.Fatalf("arrow drawn: %+v %+v", s, f)
+	}
+	if n := len(only(evs, "B")); n != 3 {
+		t.Fatalf("%d slices, want 3", n)
+	}
+}

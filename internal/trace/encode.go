@@ -71,6 +71,7 @@ type track struct {
 	loop     bool   // a loop's track (task slices), not an offload lane
 	first    int64  // the first record's time
 	last     int64  // the latest record's time
+	free     int64  // when the last slice written ended
 
 	// The open task slice of a loop's track.
 	open  bool
@@ -234,8 +235,9 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 				e.ensureBegun(tr)
 				e.end(tr, r.ts, Reason(0).String())
 			}
-			// It began before what this encoding sees.
-			tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.taskName(key(b.run, r.a), r.a), max(tr.first, e.from), false
+			// It began before what this encoding sees: show it from the
+			// track's first record, or the end of its last slice.
+			tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.taskName(key(b.run, r.a), r.a), max(tr.first, tr.free), false
 		}
 		if show {
 			e.ensureBegun(tr)
@@ -348,7 +350,8 @@ func (e *encoder) arrow(tr *track, ts int64, show bool, name string, woken uint3
 //
 // If the task has already been seen to resume after ts, the arrow's end
 // has gone by (its loop's chunk reached a stream first): the arrow is
-// left out rather than bound to a later slice.
+// left out rather than bound to a later slice. (If the task has even
+// finished, the start is written and never ended; viewers drop it.)
 func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskKey) {
 	e.flows++
 	if t := e.tasks[k]; t.ran && t.resumed > ts {
@@ -379,6 +382,7 @@ func (e *encoder) ensureBegun(tr *track) {
 
 // end writes the E of tr's open slice.
 func (e *encoder) end(tr *track, ts int64, reason string) {
+	tr.free = ts
 	e.head(tr.slice, sliceEnd, ts, tr)
 	e.buf = append(e.buf, `,"args":{"reason":`...)
 	e.buf = appendString(e.buf, reason)
@@ -391,7 +395,7 @@ func (e *encoder) track(run, tid int, loop bool) *track {
 	if tr, ok := e.tracks[k]; ok {
 		return tr
 	}
-	tr := &track{pid: run, tid: tid, loop: loop, first: minTime, last: minTime}
+	tr := &track{pid: run, tid: tid, loop: loop, first: minTime, last: minTime, free: minTime}
 	if loop {
 		tr.name = "loop " + strconv.Itoa(tid-1)
 	}

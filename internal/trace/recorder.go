@@ -38,8 +38,9 @@ const streamBacklog = 32
 // trace-event JSON object, {"traceEvents":[...],"displayTimeUnit":"ns"},
 // which Perfetto and chrome://tracing open as it is. A goroutine of the
 // Recorder's writes each chunk as its buffer hands it off; a loop that
-// gets more than about 1 MB ahead of it waits. Close writes the rest and
-// ends the JSON; the document is complete only then. w need not be safe
+// gets more than about 1 MB ahead of it waits. Close writes the rest,
+// ends the JSON and ends the goroutine: a stream must be closed, and the
+// document is complete only then. w need not be safe
 // for concurrent use: only that goroutine writes to it.
 func NewStream(w io.Writer) *Recorder {
 	r := &Recorder{

@@ -425,3 +425,40 @@ func TestStreamLeavesOutAnArrowWhoseEndWentBy(t *testing.T) {
 		t.Fatalf("%d slices, want 3", n)
 	}
 }
+
+// TestStreamRepairsSlicesThatDoNotPair feeds records that do not pair up
+// (a resume while a slice is open, a suspend of another task, a suspend
+// with nothing open): the trace must stay valid, each odd slice shown
+// where it cannot overlap another.
+func TestStreamRepairsSlicesThatDoNotPair(t *testing.T) {
+	evs := decode(t, streamOf(t, func(r *Recorder) {
+		b := r.NewBuffer(1, 0)
+		b.Poll(0, 5, 0)
+		b.Suspend(10, 1, Yield) // nothing open: began at the first record
+		b.Resume(20, 2)
+		b.Resume(30, 3)         // 2 never ended
+		b.Suspend(40, 4, Yield) // 3 is open, not 4
+		b.Suspend(50, 5, Yield)
+	}))
+	type slice struct {
+		ph     string
+		ts     float64
+		reason any
+	}
+	var got []slice
+	for _, e := range evs {
+		if e.Ph == "B" || e.Ph == "E" {
+			got = append(got, slice{e.Ph, e.Ts * 1000, e.Args["reason"]})
+		}
+	}
+	want := []slice{
+		{"B", 0, nil}, {"E", 10, "yield"},
+		{"B", 20, nil}, {"E", 30, "?"},
+		{"B", 30, nil}, {"E", 40, "?"},
+		{"B", 40, nil}, {"E", 40, "yield"},
+		{"B", 40, nil}, {"E", 50, "yield"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("slices\n%v, want\n%v", got, want)
+	}
+}

@@ -20,7 +20,7 @@ package trace
 type Buffer struct {
 	c    *chunk    // the current chunk; swapped under rec.mu
 	rec  *Recorder // immutable
-	ring bool      // immutable: publish each record for ring snapshots
+	ring bool      // immutable: publish records for ring snapshots
 	id   int       // immutable: order of creation, for deterministic output
 	run  int       // immutable: the trace's pid
 	loop int       // immutable: the loop's index, its track
@@ -34,8 +34,23 @@ func (b *Buffer) put(r record) {
 	}
 	c.recs[c.n] = r
 	c.n++
-	if b.ring {
+	if b.ring && c.n%publishEvery == 0 {
 		c.pub.Store(int32(c.n))
+	}
+}
+
+// publishEvery is how often, in records, a ring buffer publishes its count
+// to snapshots: an atomic store costs about as much as the rest of a
+// record, so it is not done for each one.
+const publishEvery = 16
+
+// Publish makes every record so far visible to ring snapshots (a ring
+// buffer publishes by itself only every 16 records). Call it before the
+// loop blocks in the kernel, so that a snapshot taken while it sleeps has
+// its last events. It does nothing for a stream.
+func (b *Buffer) Publish() {
+	if b.ring {
+		b.c.pub.Store(int32(b.c.n))
 	}
 }
 

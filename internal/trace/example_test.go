@@ -62,6 +62,7 @@ func ExampleRecorder_WriteSnapshot() {
 		b.Resume(i*1000, 7)
 		b.Suspend(i*1000+500, 7, trace.Yield)
 	}
+	b.Publish() // as the loop does before it blocks
 	var out bytes.Buffer
 	if err := r.WriteSnapshot(&out, 10*time.Microsecond); err != nil {
 		fmt.Println(err)

@@ -113,9 +113,10 @@ const (
 type chunk struct {
 	recs [chunkRecords]record
 	n    int // records written; the writer's own count
-	// pub is n as published to ring snapshots (ring mode only): records
-	// below pub are complete and are never written again while the chunk
-	// is in use, so a reader that loads pub may read them.
+	// pub is n as last published to ring snapshots (ring mode only, every
+	// few records and at Publish): records below pub are complete and are
+	// never written again while the chunk is in use, so a reader that
+	// loads pub may read them.
 	pub  atomic.Int32
 	strs [chunkStrings]string // names referenced by kName records
 	ns   int                  // strings used

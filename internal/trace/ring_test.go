@@ -54,6 +54,7 @@ func TestRingKeepsRoughlyTheLastWindow(t *testing.T) {
 		b.Resume(i*ms, 1)
 		b.Suspend(i*ms+ms/2, 1, Yield)
 	}
+	b.Publish()
 	newest := float64((n-1)*ms+ms/2) / 1e3
 	chunkSpan := float64(chunkRecords/2*ms) / 1e3 // two records a millisecond
 	first, last := span(snapshotOf(t, r, 0))
@@ -109,6 +110,7 @@ func TestRingSnapshotOfTheLastD(t *testing.T) {
 	}
 	check := func(newest int64, reason string, polls int) {
 		t.Helper()
+		b.Publish() // as the loop does before it blocks
 		wantEnd := float64(newest) / 1e3
 		evs := snapshotOf(t, r, time.Second)
 		bs, es := only(evs, "B"), only(evs, "E")
@@ -151,6 +153,7 @@ func TestRingNamesTasksWhoseStartWasDropped(t *testing.T) {
 		b.Resume(i*ms, 1+uint32(i%2))
 		b.Suspend(i*ms+1, 1+uint32(i%2), Yield)
 	}
+	b.Publish()
 	names := map[string]int{}
 	for _, e := range only(snapshotOf(t, r, 0), "B") {
 		names[e.Name]++
@@ -177,6 +180,8 @@ func TestRingSnapshotMergesLoopsByTime(t *testing.T) {
 	thief.Steal(40, 0, 1)
 	thief.Resume(50, 2)
 	thief.Suspend(60, 2, Finished)
+	thief.Publish()
+	victim.Publish()
 	evs := snapshotOf(t, r, 0)
 	s, f := only(evs, "s"), only(evs, "f")
 	if len(s) != 1 || len(f) != 1 || *s[0].ID != *f[0].ID || s[0].Tid != 1 || f[0].Tid != 2 || f[0].Ts != 0.05 {
@@ -194,6 +199,8 @@ func TestRingSnapshotIsTheSameForTheSameEvents(t *testing.T) {
 			smallProgram(a, int64(i)*2_000_000, uint32(4*i))
 			smallProgram(b, int64(i)*2_000_000+7, uint32(4*i+2))
 		}
+		a.Publish()
+		b.Publish()
 		var out bytes.Buffer
 		if err := r.WriteSnapshot(&out, 0); err != nil {
 			t.Fatal(err)
@@ -217,6 +224,7 @@ func TestRingSnapshotWhileTheLoopRecords(t *testing.T) {
 	b := r.NewBuffer(1, 0)
 	b.Resume(0, 1) // so that even the first snapshot has a slice
 	b.Suspend(0, 1, Yield)
+	b.Publish()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -252,15 +260,26 @@ func TestRingSnapshotWhileTheLoopRecords(t *testing.T) {
 }
 
 // TestRingSnapshotSeesTheCurrentChunk checks that events not yet handed
-// off are in a snapshot.
+// off are in a snapshot once published: by the buffer itself every 16
+// records, and by Publish.
 func TestRingSnapshotSeesTheCurrentChunk(t *testing.T) {
 	r := NewRing(time.Second, 1<<20)
 	b := r.NewBuffer(1, 0)
 	b.Resume(5, 1)
 	b.Suspend(9, 1, WaitTimer)
-	evs := snapshotOf(t, r, 0)
-	if bs := only(evs, "B"); len(bs) != 1 || bs[0].Ts != 0.005 {
-		t.Fatalf("slices %+v", bs)
+	if bs := only(snapshotOf(t, r, 0), "B"); len(bs) != 0 {
+		t.Fatalf("unpublished slices in a snapshot: %+v", bs)
+	}
+	b.Publish()
+	if bs := only(snapshotOf(t, r, 0), "B"); len(bs) != 1 || bs[0].Ts != 0.005 {
+		t.Fatalf("after Publish: slices %+v", bs)
+	}
+	for i := range int64(15) { // 2 + 30 records: published at the 32nd
+		b.Resume(10+2*i, 1)
+		b.Suspend(11+2*i, 1, Yield)
+	}
+	if bs := only(snapshotOf(t, r, 0), "B"); len(bs) != 16 {
+		t.Fatalf("after 32 records: %d slices, want 16", len(bs))
 	}
 }
 

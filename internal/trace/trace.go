@@ -26,10 +26,11 @@
 //     which encodes them as they come and recycles them; a loop that gets
 //     more than 32 chunks (about 1 MB) ahead of it waits. A ring (NewRing)
 //     keeps handed-off chunks in a locked list, dropping the oldest beyond
-//     its window or its memory bound; in ring mode each record is also
-//     published by an atomic store of the chunk's count, so that
-//     WriteSnapshot, from any goroutine, reads the loops' current chunks
-//     up to their last complete record without stopping them.
+//     its window or its memory bound; in ring mode the records are also
+//     published by an atomic store of the chunk's count (every 16 records,
+//     and at Publish), so that WriteSnapshot, from any goroutine, reads
+//     the loops' current chunks up to their last published record without
+//     stopping them.
 //  5. Output depends only on the records and the order chunks reach the
 //     sink (a snapshot merges them by time): no map is ranged over to
 //     write, no clock is read, so identical records give identical bytes.
@@ -54,12 +55,12 @@
 //	                       clock at its start and end; when the result comes
 //	                       in, b.Offload(start, end, t, lane); lanes.Put(lane)
 //	SetName                b.SetName(ts, t, name)
+//	before blocking        b.Publish() (for a ring's snapshots)
 //	the loop ends          b.Close(); Run's Recorder.Close() after the loops
 //
 // Costs (BenchmarkRecord, on the 2-core VM weft is measured on): recording
-// an event costs about 8 ns into a stream and 15 ns into a ring (the
-// atomic publish), and never allocates; the caller's clock read usually
-// costs more. A stream's writer encodes about 60-100 ns a record on its
+// an event costs about 8 ns, into a stream or a ring, and never allocates;
+// the caller's clock read usually costs more. A stream's writer encodes about 60-100 ns a record on its
 // own goroutine, so a loop that records faster than that for long waits
 // for it. With tracing off the core holds a nil *Buffer and tests it
 // before reading the clock: one predictable branch per event site.

@@ -6,9 +6,11 @@ package trace
 //
 // What a record becomes:
 //
-//	Resume        "B" named after the task, cat "task", args.task; then the
-//	              "f" (bp "e") of the arrow that made it runnable, if any
-//	Suspend       "E" with args.reason
+//	Resume and    one "X" named after the task, cat "task", with args.task
+//	Suspend       and args.reason, written at the suspend; then the "f"
+//	              (bp "e") of the arrow that made it runnable, if any, and
+//	              the events inside the slice (a slice with more than 4 KB
+//	              of them inside is written as "B" and "E" instead)
 //	Spawn         an arrow ("s", cat "flow", name "spawn") from the parent's
 //	              slice to the child's first slice
 //	Wake          an arrow named "wake" from the waker's slice
@@ -73,12 +75,19 @@ type track struct {
 	last     int64  // the latest record's time
 	free     int64  // when the last slice written ended
 
-	// The open task slice of a loop's track.
-	open  bool
-	task  uint32
-	slice string // its name (a JSON string), as its B has (or will have) it
-	since int64  // when it began, or when this encoding first saw it
-	begun bool   // its B has been written
+	// The open task slice of a loop's track. A slice is written as one X
+	// when it ends, with the events inside it after the X (so that a
+	// viewer that sorts by time, stably, meets the slice before them even
+	// at equal times); one with too much inside is written as B and E.
+	open   bool
+	task   uint32
+	slice  string // its name (a JSON string)
+	since  int64  // when it began, or when this encoding first saw it
+	shown  bool   // it is in the output, from start
+	start  int64  // where the output shows it from: since, or the output's start
+	begun  bool   // its B has been written (see spill)
+	inner  []byte // the events inside it, to write after its X
+	innerN int    // how many
 }
 
 // pending is an arrow whose start is written (or was skipped) and whose
@@ -94,7 +103,9 @@ const flushAt = 60 << 10
 
 type encoder struct {
 	w     io.Writer
-	buf   []byte // the output not yet written: the encoder's own buffer
+	buf   []byte // where events are written: main, or cur's inner events
+	main  []byte // the output not yet written, while buf is elsewhere
+	cur   *track // whose inner events buf is; nil: the output
 	err   error
 	count int   // events written
 	from  int64 // records before it update the state but are not written
@@ -129,15 +140,16 @@ func (e *encoder) start() { e.buf = append(e.buf, `{"traceEvents":[`...) }
 func (e *encoder) finish() {
 	for _, tr := range e.order {
 		if tr.open && tr.last >= e.from {
-			e.ensureBegun(tr)
-			e.end(tr, tr.last, "running")
+			e.on(tr)
+			e.end(tr, tr.last, running)
 		}
 	}
 	e.buf = append(e.buf, "\n],\"displayTimeUnit\":\"ns\"}\n"...)
 	e.flush()
 }
 
-// flush writes the buffered bytes, keeping the first error.
+// flush writes the buffered output, keeping the first error. buf must be
+// the output (cur nil).
 func (e *encoder) flush() {
 	if len(e.buf) == 0 {
 		return
@@ -207,18 +219,18 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 	case kResume:
 		if tr.open { // a slice never ended: end it here
 			if show {
-				e.ensureBegun(tr)
-				e.end(tr, r.ts, Reason(0).String())
+				e.on(tr)
+				e.end(tr, r.ts, 0)
 			}
-			tr.open = false
+			tr.open, tr.shown, tr.begun = false, false, false
 		}
 		k := key(b.run, r.a)
 		t := e.tasks[k]
 		t.resumed, t.ran = r.ts, true
 		e.tasks[k] = t
-		tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.nameOf(t, r.a), r.ts, false
+		tr.open, tr.task, tr.slice, tr.since = true, r.a, e.nameOf(t, r.a), r.ts
 		if show {
-			e.ensureBegun(tr)
+			e.on(tr)
 		}
 		if p, ok := e.pending[k]; ok {
 			delete(e.pending, k)
@@ -232,18 +244,18 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 	case kSuspend:
 		if !tr.open || tr.task != r.a {
 			if tr.open && show { // the open one never ended: end it here
-				e.ensureBegun(tr)
-				e.end(tr, r.ts, Reason(0).String())
+				e.on(tr)
+				e.end(tr, r.ts, 0)
 			}
 			// It began before what this encoding sees: show it from the
 			// track's first record, or the end of its last slice.
-			tr.open, tr.task, tr.slice, tr.since, tr.begun = true, r.a, e.taskName(key(b.run, r.a), r.a), max(tr.first, tr.free), false
+			tr.open, tr.task, tr.slice, tr.since = true, r.a, e.taskName(key(b.run, r.a), r.a), max(tr.first, tr.free)
 		}
 		if show {
-			e.ensureBegun(tr)
-			e.end(tr, r.ts, Reason(r.x).String())
+			e.on(tr)
+			e.end(tr, r.ts, Reason(r.x))
 		}
-		tr.open = false
+		tr.open, tr.shown, tr.begun = false, false, false
 		if Reason(r.x) == Finished {
 			k := key(b.run, r.a)
 			delete(e.tasks, k)
@@ -263,7 +275,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		t.name = string(appendString(nil, c.strs[r.x-1]))
 		e.tasks[k] = t
 		if show {
-			e.ensureBegun(tr)
+			e.on(tr)
 			e.head(`"name"`, taskInstant, r.ts, tr)
 			e.buf = append(e.buf, `,"args":{"task":`...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
@@ -276,7 +288,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 	case kWakeBy:
 		src := quotedSources[min(r.x, uint8(numSources))]
 		if show {
-			e.ensureBegun(tr)
+			e.on(tr)
 			e.head(src, loopComplete, r.ts, tr)
 			e.buf = append(e.buf, `,"dur":0`...)
 			if r.b != 0 {
@@ -292,7 +304,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		}
 	case kPoll:
 		if show {
-			e.ensureBegun(tr)
+			e.on(tr)
 			e.head(`"poll"`, pollComplete, r.ts, tr)
 			e.buf = append(e.buf, `,"dur":`...)
 			e.buf = appendMicros(e.buf, int64(r.arg))
@@ -302,7 +314,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		}
 	case kSteal:
 		if show {
-			e.ensureBegun(tr)
+			e.on(tr)
 			e.head(`"steal"`, loopInstant, r.ts, tr)
 			e.buf = append(e.buf, `,"args":{"from":"loop `...)
 			e.buf = strconv.AppendUint(e.buf, uint64(r.a), 10)
@@ -312,6 +324,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		}
 	case kOffload:
 		if show {
+			e.switchTo(nil)
 			lane := e.track(b.run, offloadTid(b.loop, int(r.b)), false)
 			if lane.name == "" {
 				lane.name = "loop " + strconv.Itoa(b.loop) + " offload " + strconv.Itoa(int(r.b))
@@ -324,6 +337,10 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 			e.buf = append(e.buf, "}}"...)
 		}
 	}
+	if e.cur != nil && len(e.buf) > innerMax {
+		e.spill(e.cur)
+	}
+	e.switchTo(nil)
 	if len(e.buf) > flushAt {
 		e.flush()
 	}
@@ -334,7 +351,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 // name if none is open.
 func (e *encoder) arrow(tr *track, ts int64, show bool, name string, woken uint32, k taskKey) {
 	if show {
-		e.ensureBegun(tr)
+		e.on(tr)
 		if !tr.open {
 			e.head(name, loopComplete, ts, tr)
 			e.buf = append(e.buf, `,"dur":0,"args":{"task":`...)
@@ -367,27 +384,85 @@ func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskK
 	e.pending[k] = p
 }
 
-// ensureBegun writes the B of tr's open slice if it has not been written
-// (the slice began before what the output shows).
-func (e *encoder) ensureBegun(tr *track) {
-	if !tr.open || tr.begun {
+// on makes ready to write an event on tr, a loop's track, at a time the
+// output shows. The open slice, if any, is shown from then on (from the
+// output's start if it began before), and unless its B is written the
+// event goes to the slice's inner events, written after the slice's X.
+func (e *encoder) on(tr *track) {
+	if tr.open && !tr.shown {
+		tr.shown = true
+		tr.start = max(tr.since, e.from)
+	}
+	if tr.open && !tr.begun {
+		e.switchTo(tr)
+	} else {
+		e.switchTo(nil)
+	}
+}
+
+// switchTo makes the inner events of t (nil: the output itself) where
+// events are written.
+func (e *encoder) switchTo(t *track) {
+	if e.cur == t {
 		return
 	}
-	tr.begun = true
-	e.head(tr.slice, sliceBegin, max(tr.since, e.from), tr)
+	if e.cur == nil {
+		e.main = e.buf
+	} else {
+		e.cur.inner = e.buf
+	}
+	if t == nil {
+		e.buf = e.main
+	} else {
+		e.buf = t.inner
+	}
+	e.cur = t
+}
+
+// end writes the end of tr's open slice, shown, at ts: an X with the
+// inner events after it, or the E of a slice whose B was written.
+func (e *encoder) end(tr *track, ts int64, reason Reason) {
+	quoted := quotedReasons[min(reason, numReasons)]
+	e.switchTo(nil)
+	tr.free = ts
+	if tr.begun {
+		e.head(tr.slice, sliceEnd, ts, tr)
+		e.buf = append(e.buf, `,"args":{"reason":`...)
+		e.buf = append(e.buf, quoted...)
+		e.buf = append(e.buf, "}}"...)
+	} else {
+		e.head(tr.slice, sliceComplete, tr.start, tr)
+		e.buf = append(e.buf, `,"dur":`...)
+		e.buf = appendMicros(e.buf, ts-tr.start)
+		e.buf = append(e.buf, `,"args":{"task":`...)
+		e.buf = strconv.AppendUint(e.buf, uint64(tr.task), 10)
+		e.buf = append(e.buf, `,"reason":`...)
+		e.buf = append(e.buf, quoted...)
+		e.buf = append(e.buf, "}}"...)
+		e.buf = append(e.buf, tr.inner...)
+		e.count += tr.innerN
+		tr.inner, tr.innerN = tr.inner[:0], 0
+	}
+	tr.open, tr.shown, tr.begun = false, false, false
+}
+
+// spill writes the B of tr's open slice and the inner events so far, when
+// they grow past innerMax: the slice then ends with an E, and memory
+// stays bounded however much happens inside one slice.
+func (e *encoder) spill(tr *track) {
+	e.switchTo(nil)
+	e.head(tr.slice, sliceBegin, tr.start, tr)
 	e.buf = append(e.buf, `,"args":{"task":`...)
 	e.buf = strconv.AppendUint(e.buf, uint64(tr.task), 10)
 	e.buf = append(e.buf, "}}"...)
+	e.buf = append(e.buf, tr.inner...)
+	e.count += tr.innerN
+	tr.inner, tr.innerN = tr.inner[:0], 0
+	tr.begun = true
 }
 
-// end writes the E of tr's open slice.
-func (e *encoder) end(tr *track, ts int64, reason string) {
-	tr.free = ts
-	e.head(tr.slice, sliceEnd, ts, tr)
-	e.buf = append(e.buf, `,"args":{"reason":`...)
-	e.buf = appendString(e.buf, reason)
-	e.buf = append(e.buf, "}}"...)
-}
+// innerMax bounds the inner events kept for one slice (see spill).
+const innerMax = 4 << 10
 
 // track returns the state of the track (run, tid), made on first use.
 func (e *encoder) track(run, tid int, loop bool) *track {
@@ -408,6 +483,7 @@ func (e *encoder) track(run, tid int, loop bool) *track {
 const (
 	sliceBegin      = `"cat":"task","ph":"B"`
 	sliceEnd        = `"cat":"task","ph":"E"`
+	sliceComplete   = `"cat":"task","ph":"X"`
 	taskInstant     = `"cat":"task","ph":"i","s":"t"`
 	flowStart       = `"cat":"flow","ph":"s"`
 	flowEnd         = `"cat":"flow","ph":"f","bp":"e"`
@@ -416,6 +492,14 @@ const (
 	pollComplete    = `"cat":"poll","ph":"X"`
 	offloadComplete = `"cat":"offload","ph":"X"`
 )
+
+// quotedReasons holds the reasons as JSON strings.
+var quotedReasons = func() (q [numReasons + 1]string) {
+	for i := range q {
+		q[i] = string(appendString(nil, reasonNames[i]))
+	}
+	return q
+}()
 
 // quotedSources holds the names of the sources as JSON strings.
 var quotedSources = func() (q [numSources + 1]string) {
@@ -466,6 +550,11 @@ func (e *encoder) meta(name string, pid, tid int, args string) {
 
 // sep starts a new event: a comma after the first, and one event a line.
 func (e *encoder) sep() {
+	if e.cur != nil { // an inner event: it will follow its slice's X
+		e.buf = append(e.buf, ",\n"...)
+		e.cur.innerN++
+		return
+	}
 	if e.count > 0 {
 		e.buf = append(e.buf, ',')
 	}

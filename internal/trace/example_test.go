@@ -10,7 +10,8 @@ import (
 )
 
 // A loop records a main task that starts a child, which runs first; the
-// stream is a complete trace once closed. Times are nanoseconds on the
+// stream is a complete trace once closed. Each slice is one X event,
+// written when it ends; the events inside it follow it. Times are nanoseconds on the
 // loop's clock (here made up, as a virtual clock would give them).
 func ExampleNewStream() {
 	var out bytes.Buffer
@@ -38,15 +39,12 @@ func ExampleNewStream() {
 	// {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"loop 0"}},
 	// {"name":"thread_sort_index","ph":"M","pid":1,"tid":1,"args":{"sort_index":1}},
 	// {"name":"name","cat":"task","ph":"i","s":"t","ts":0,"pid":1,"tid":1,"args":{"task":1,"name":"main"}},
-	// {"name":"main","cat":"task","ph":"B","ts":0,"pid":1,"tid":1,"args":{"task":1}},
+	// {"name":"main","cat":"task","ph":"X","ts":0,"pid":1,"tid":1,"dur":1.5,"args":{"task":1,"reason":"spawn"}},
 	// {"name":"spawn","cat":"flow","ph":"s","ts":1,"pid":1,"tid":1,"id":1},
 	// {"name":"name","cat":"task","ph":"i","s":"t","ts":1,"pid":1,"tid":1,"args":{"task":2,"name":"child"}},
-	// {"name":"main","cat":"task","ph":"E","ts":1.5,"pid":1,"tid":1,"args":{"reason":"spawn"}},
-	// {"name":"child","cat":"task","ph":"B","ts":1.5,"pid":1,"tid":1,"args":{"task":2}},
+	// {"name":"child","cat":"task","ph":"X","ts":1.5,"pid":1,"tid":1,"dur":1,"args":{"task":2,"reason":"finished"}},
 	// {"name":"spawn","cat":"flow","ph":"f","bp":"e","ts":1.5,"pid":1,"tid":1,"id":1},
-	// {"name":"child","cat":"task","ph":"E","ts":2.5,"pid":1,"tid":1,"args":{"reason":"finished"}},
-	// {"name":"main","cat":"task","ph":"B","ts":2.5,"pid":1,"tid":1,"args":{"task":1}},
-	// {"name":"main","cat":"task","ph":"E","ts":3,"pid":1,"tid":1,"args":{"reason":"finished"}}
+	// {"name":"main","cat":"task","ph":"X","ts":2.5,"pid":1,"tid":1,"dur":0.5,"args":{"task":1,"reason":"finished"}}
 	// ],"displayTimeUnit":"ns"}
 }
 
@@ -68,8 +66,8 @@ func ExampleRecorder_WriteSnapshot() {
 		fmt.Println(err)
 	}
 	fmt.Println("valid:", trace.Validate(out.Bytes()) == nil)
-	fmt.Println("slices:", strings.Count(out.String(), `"ph":"B"`))
-	fmt.Println("first:", strings.Contains(out.String(), `"name":"spinner","cat":"task","ph":"B","ts":89.5`))
+	fmt.Println("slices:", strings.Count(out.String(), `"cat":"task","ph":"X"`))
+	fmt.Println("first:", strings.Contains(out.String(), `"name":"spinner","cat":"task","ph":"X","ts":89.5,`))
 	// Output:
 	// valid: true
 	// slices: 11

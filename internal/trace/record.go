@@ -19,9 +19,11 @@ const (
 	Preempted                      // the task was made to give way at a Checkpoint
 	Budget                         // the task used its budget of ready results
 	numReasons
+
+	running = numReasons // the encoder's: a slice still open when the trace ends
 )
 
-var reasonNames = [numReasons]string{
+var reasonNames = [numReasons + 1]string{
 	0:            "?",
 	Yield:        "yield",
 	Spawned:      "spawn",
@@ -33,6 +35,7 @@ var reasonNames = [numReasons]string{
 	Finished:     "finished",
 	Preempted:    "preempted",
 	Budget:       "budget",
+	running:      "running",
 }
 
 // String returns the reason as the trace shows it: "yield", "wait fd".

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func snapshotOf(t *testing.T, r *Recorder, d time.Duration) []jevent {
 	return decode(t, out.Bytes())
 }
 
-// span returns the first and the last timestamp of evs (metadata aside).
+// span returns the first and the last time of evs (metadata aside).
 func span(evs []jevent) (first, last float64) {
 	first, last = -1, -1
 	for _, e := range evs {
@@ -28,7 +29,11 @@ func span(evs []jevent) (first, last float64) {
 		if first < 0 || e.Ts < first {
 			first = e.Ts
 		}
-		last = max(last, e.Ts)
+		end := e.Ts
+		if e.Dur != nil {
+			end = math.Round((e.Ts+*e.Dur)*1000) / 1000
+		}
+		last = max(last, end)
 	}
 	return first, last
 }
@@ -88,7 +93,7 @@ func TestRingBoundsItsMemory(t *testing.T) {
 	evs := snapshotOf(t, r, 0)
 	// 4 chunks and the current one, which the last record filled (it is
 	// handed off at the next record).
-	if n := len(only(evs, "B")); n != 5*chunkRecords/2 {
+	if n := len(taskSlices(evs)); n != 5*chunkRecords/2 {
 		t.Fatalf("%d slices, want %d", n, 5*chunkRecords/2)
 	}
 	if _, last := span(evs); last != float64(2*50*chunkRecords-1)/1e3 {
@@ -113,20 +118,24 @@ func TestRingSnapshotOfTheLastD(t *testing.T) {
 		b.Publish() // as the loop does before it blocks
 		wantEnd := float64(newest) / 1e3
 		evs := snapshotOf(t, r, time.Second)
-		bs, es := only(evs, "B"), only(evs, "E")
-		if len(bs) != 1 || len(es) != 1 || bs[0].Name != "cruncher" {
-			t.Fatalf("slices %+v %+v", bs, es)
+		ss := taskSlices(evs)
+		if len(ss) != 1 || ss[0].name != "cruncher" {
+			t.Fatalf("slices %+v", ss)
 		}
 		from := float64(newest-int64(time.Second)) / 1e3
-		if bs[0].Ts != from || es[0].Ts != wantEnd || es[0].Args["reason"] != reason {
-			t.Errorf("slice from %v to %v (%v), want %v to %v (%s)", bs[0].Ts, es[0].Ts, es[0].Args["reason"], from, wantEnd, reason)
+		if s := ss[0]; s.start != from || s.end != wantEnd || s.reason != reason {
+			t.Errorf("slice from %v to %v (%v), want %v to %v (%s)", s.start, s.end, s.reason, from, wantEnd, reason)
 		}
+		n := 0
 		for _, p := range only(evs, "X") {
-			if p.Ts < from {
+			if p.Cat != "poll" {
+				continue
+			}
+			if n++; p.Ts < from {
 				t.Fatalf("poll at %v, before the snapshot's start %v", p.Ts, from)
 			}
 		}
-		if n := len(only(evs, "X")); n != polls {
+		if n != polls {
 			t.Errorf("%d polls, want %d", n, polls)
 		}
 	}
@@ -155,8 +164,8 @@ func TestRingNamesTasksWhoseStartWasDropped(t *testing.T) {
 	}
 	b.Publish()
 	names := map[string]int{}
-	for _, e := range only(snapshotOf(t, r, 0), "B") {
-		names[e.Name]++
+	for _, s := range taskSlices(snapshotOf(t, r, 0)) {
+		names[s.name]++
 	}
 	if len(names) != 2 || names["worker"] == 0 || names["trace.childFn"] == 0 {
 		t.Fatalf("slice names %v", names)
@@ -248,7 +257,7 @@ func TestRingSnapshotWhileTheLoopRecords(t *testing.T) {
 		}
 	}()
 	for range 8 {
-		if evs := snapshotOf(t, r, 0); len(only(evs, "B")) == 0 {
+		if evs := snapshotOf(t, r, 0); len(taskSlices(evs)) == 0 {
 			t.Error("a snapshot without slices")
 		}
 	}
@@ -267,18 +276,18 @@ func TestRingSnapshotSeesTheCurrentChunk(t *testing.T) {
 	b := r.NewBuffer(1, 0)
 	b.Resume(5, 1)
 	b.Suspend(9, 1, WaitTimer)
-	if bs := only(snapshotOf(t, r, 0), "B"); len(bs) != 0 {
+	if bs := taskSlices(snapshotOf(t, r, 0)); len(bs) != 0 {
 		t.Fatalf("unpublished slices in a snapshot: %+v", bs)
 	}
 	b.Publish()
-	if bs := only(snapshotOf(t, r, 0), "B"); len(bs) != 1 || bs[0].Ts != 0.005 {
+	if bs := taskSlices(snapshotOf(t, r, 0)); len(bs) != 1 || bs[0].start != 0.005 {
 		t.Fatalf("after Publish: slices %+v", bs)
 	}
 	for i := range int64(15) { // 2 + 30 records: published at the 32nd
 		b.Resume(10+2*i, 1)
 		b.Suspend(11+2*i, 1, Yield)
 	}
-	if bs := only(snapshotOf(t, r, 0), "B"); len(bs) != 16 {
+	if bs := taskSlices(snapshotOf(t, r, 0)); len(bs) != 16 {
 		t.Fatalf("after 32 records: %d slices, want 16", len(bs))
 	}
 }

@@ -2,9 +2,11 @@ package trace
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -55,6 +57,41 @@ func only(evs []jevent, ph string) []jevent {
 			out = append(out, e)
 		}
 	}
+	return out
+}
+
+// tslice is a task's slice as the tests read it, written as one X or as
+// a B/E pair.
+type tslice struct {
+	name       string
+	start, end float64 // µs
+	reason     string
+	pid, tid   int
+}
+
+// taskSlices returns the task slices of evs in order of their start.
+func taskSlices(evs []jevent) []tslice {
+	var out []tslice
+	open := map[[2]int][]jevent{}
+	for _, e := range evs {
+		if e.Cat != "task" {
+			continue
+		}
+		k := [2]int{e.Pid, e.Tid}
+		reason, _ := e.Args["reason"].(string)
+		switch e.Ph {
+		case "X":
+			end := math.Round((e.Ts+*e.Dur)*1000) / 1000
+			out = append(out, tslice{e.Name, e.Ts, end, reason, e.Pid, e.Tid})
+		case "B":
+			open[k] = append(open[k], e)
+		case "E":
+			b := open[k][len(open[k])-1]
+			open[k] = open[k][:len(open[k])-1]
+			out = append(out, tslice{b.Name, b.Ts, e.Ts, reason, e.Pid, e.Tid})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b tslice) int { return cmp.Compare(a.start, b.start) })
 	return out
 }
 
@@ -117,20 +154,18 @@ func TestStreamHoldsTheEventsOfASmallProgram(t *testing.T) {
 		ts   float64
 	}
 	var begins []slice
-	for _, e := range only(evs, "B") {
-		if e.Pid != 1 || e.Tid != 1 || e.Cat != "task" { // loop 0 is tid 1
-			t.Errorf("slice on pid %d tid %d cat %q", e.Pid, e.Tid, e.Cat)
+	var reasons []string
+	for _, s := range taskSlices(evs) {
+		if s.pid != 1 || s.tid != 1 { // loop 0 is tid 1
+			t.Errorf("slice on pid %d tid %d", s.pid, s.tid)
 		}
-		begins = append(begins, slice{e.Name, e.Ts})
+		begins = append(begins, slice{s.name, s.start})
+		reasons = append(reasons, s.reason)
 	}
 	child := "trace.childFn"
 	wantBegins := []slice{{"main", 0.1}, {child, 0.3}, {"main", 0.4}, {child, 1000.6}, {child, 1002.8}, {"main", 1003}}
 	if !slices.Equal(begins, wantBegins) {
 		t.Errorf("slices begin\n%v, want\n%v", begins, wantBegins)
-	}
-	var reasons []string
-	for _, e := range only(evs, "E") {
-		reasons = append(reasons, e.Args["reason"].(string))
 	}
 	wantReasons := []string{"spawn", "wait timer", "wait promise", "wait external", "finished", "finished"}
 	if !slices.Equal(reasons, wantReasons) {
@@ -166,7 +201,9 @@ func TestStreamHoldsTheEventsOfASmallProgram(t *testing.T) {
 	}
 	var xs []complete
 	for _, e := range only(evs, "X") {
-		xs = append(xs, complete{e.Name, e.Cat, e.Ts, *e.Dur, e.Tid})
+		if e.Cat != "task" {
+			xs = append(xs, complete{e.Name, e.Cat, e.Ts, *e.Dur, e.Tid})
+		}
 	}
 	wantXs := []complete{
 		{"poll", "poll", 0.5, 1000, 1},
@@ -212,7 +249,7 @@ func TestStreamIsTheSameForTheSameEvents(t *testing.T) {
 		t.Fatal("two streams of the same events differ")
 	}
 	evs := decode(t, a)
-	if n := len(only(evs, "B")); n != 500*6 {
+	if n := len(taskSlices(evs)); n != 500*6 {
 		t.Fatalf("%d slices, want %d", n, 500*6)
 	}
 }
@@ -228,8 +265,8 @@ func TestStreamKeepsLoopsAndRunsApart(t *testing.T) {
 		smallProgram(c, 0, 0) // the same task ids, in another run
 	}))
 	tracks := map[string]int{}
-	for _, e := range only(evs, "B") {
-		tracks[fmt.Sprintf("%d/%d", e.Pid, e.Tid)]++
+	for _, s := range taskSlices(evs) {
+		tracks[fmt.Sprintf("%d/%d", s.pid, s.tid)]++
 	}
 	if !reflect.DeepEqual(tracks, map[string]int{"1/1": 6, "1/2": 6, "2/1": 6}) {
 		t.Fatalf("slices per track: %v", tracks)
@@ -281,7 +318,7 @@ func TestStreamWritesFullChunksBeforeClose(t *testing.T) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if n := len(only(decode(t, w.buf.Bytes()), "B")); n != 2*chunkRecords {
+	if n := len(taskSlices(decode(t, w.buf.Bytes()))); n != 2*chunkRecords {
 		t.Fatalf("%d slices, want %d", n, 2*chunkRecords)
 	}
 }
@@ -318,9 +355,9 @@ func TestStreamCloseEndsOpenSlices(t *testing.T) {
 		b.Resume(1000, 4)
 		b.Poll(2000, 3000, 0)
 	}))
-	ends := only(evs, "E")
-	if len(ends) != 1 || ends[0].Ts != 2 || ends[0].Args["reason"] != "running" || ends[0].Name != "task 4" {
-		t.Fatalf("ends %+v", ends)
+	ss := taskSlices(evs)
+	if len(ss) != 1 || ss[0].start != 1 || ss[0].end != 2 || ss[0].reason != "running" || ss[0].name != "task 4" {
+		t.Fatalf("slices %+v", ss)
 	}
 }
 
@@ -347,8 +384,8 @@ func TestStreamNamesTasks(t *testing.T) {
 		}
 	}))
 	var names []string
-	for _, e := range only(evs, "B") {
-		names = append(names, e.Name)
+	for _, s := range taskSlices(evs) {
+		names = append(names, s.name)
 	}
 	want := []string{"trace.childFn", strings.ToValidUTF8(odd, "\uFFFD"), "task 9"}
 	for i := range 3 * chunkStrings {
@@ -421,7 +458,7 @@ func TestStreamLeavesOutAnArrowWhoseEndWentBy(t *testing.T) {
 	if s, f := only(evs, "s"), only(evs, "f"); len(s) != 0 || len(f) != 0 {
 		t.Fatalf("arrow drawn: %+v %+v", s, f)
 	}
-	if n := len(only(evs, "B")); n != 3 {
+	if n := len(taskSlices(evs)); n != 3 {
 		t.Fatalf("%d slices, want 3", n)
 	}
 }
@@ -441,24 +478,55 @@ func TestStreamRepairsSlicesThatDoNotPair(t *testing.T) {
 		b.Suspend(50, 5, Yield)
 	}))
 	type slice struct {
-		ph     string
-		ts     float64
-		reason any
+		task       string
+		start, end float64 // ns
+		reason     string
 	}
 	var got []slice
-	for _, e := range evs {
-		if e.Ph == "B" || e.Ph == "E" {
-			got = append(got, slice{e.Ph, e.Ts * 1000, e.Args["reason"]})
-		}
+	for _, s := range taskSlices(evs) {
+		got = append(got, slice{s.name, math.Round(s.start * 1000), math.Round(s.end * 1000), s.reason})
 	}
 	want := []slice{
-		{"B", 0, nil}, {"E", 10, "yield"},
-		{"B", 20, nil}, {"E", 30, "?"},
-		{"B", 30, nil}, {"E", 40, "?"},
-		{"B", 40, nil}, {"E", 40, "yield"},
-		{"B", 40, nil}, {"E", 50, "yield"},
+		{"task 1", 0, 10, "yield"},
+		{"task 2", 20, 30, "?"},
+		{"task 3", 30, 40, "?"},
+		{"task 4", 40, 40, "yield"},
+		{"task 5", 40, 50, "yield"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("slices\n%v, want\n%v", got, want)
+	}
+}
+
+// TestStreamWritesABusySliceAsBeginAndEnd checks both ways a slice is
+// written: as one X followed by the events inside it, or, when more than
+// a few KB happen inside it, as a B and an E around them.
+func TestStreamWritesABusySliceAsBeginAndEnd(t *testing.T) {
+	evs := decode(t, streamOf(t, func(r *Recorder) {
+		b := r.NewBuffer(1, 0)
+		b.Resume(0, 1)
+		b.Poll(1, 2, 0)
+		b.Suspend(3, 1, Yield)
+		b.Resume(10, 2)
+		for i := range int64(1000) {
+			b.Poll(11+2*i, 12+2*i, 1)
+		}
+		b.Suspend(5000, 2, Preempted)
+	}))
+	var phases []string
+	for _, e := range evs {
+		if e.Cat == "task" || (e.Cat == "poll" && len(phases) < 6) {
+			phases = append(phases, e.Ph+" "+e.Name)
+		}
+	}
+	want := []string{"X task 1", "X poll", "B task 2", "X poll", "X poll", "X poll"}
+	if !slices.Equal(phases[:6], want) || phases[len(phases)-1] != "E task 2" {
+		t.Fatalf("events %q..., want %q ... E task 2", phases[:6], want)
+	}
+	if n := len(only(evs, "X")); n != 1+1+1000 {
+		t.Fatalf("%d complete events, want 1002", n)
+	}
+	if ss := taskSlices(evs); len(ss) != 2 || ss[1].start != 0.01 || ss[1].end != 5 || ss[1].reason != "preempted" {
+		t.Fatalf("slices %+v", ss)
 	}
 }

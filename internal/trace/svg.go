@@ -229,7 +229,8 @@ func (r *srow) pair() {
 			reason, _ := e.Args["reason"].(string)
 			r.slices = append(r.slices, sspan{b.Ts, e.Ts, b.Name, reason})
 		case "X":
-			s := sspan{e.Ts, e.Ts + max(e.Dur, 0), e.Name, ""}
+			reason, _ := e.Args["reason"].(string)
+			s := sspan{e.Ts, e.Ts + max(e.Dur, 0), e.Name, reason}
 			switch {
 			case e.Cat == "poll":
 				if n, ok := e.Args["events"].(float64); ok {

@@ -126,7 +126,7 @@ type vevent struct {
 	ph       string
 	name     string
 	cat      string
-	ts, dur  float64
+	ts, dur  int64  // ns, rounded from µs as Perfetto reads them
 	track    string // pid and tid
 	id       string // flows
 	bindSelf bool   // "bp":"e"
@@ -134,8 +134,8 @@ type vevent struct {
 
 // interval is a slice on a track: a B/E pair or an X event.
 type interval struct {
-	start, end float64
-	i          int // the index of the event that began it
+	start, end int64 // ns
+	i          int   // the index of the event that began it
 }
 
 type validator struct {
@@ -235,9 +235,11 @@ func (v *validator) event(i int, r any) (vevent, bool) {
 	}
 	e.cat, _ = m["cat"].(string)
 	if ph != "M" {
-		if e.ts, ok = number(m["ts"]); !ok {
+		ts, ok := number(m["ts"])
+		if !ok {
 			problem("no numeric ts")
 		}
+		e.ts = nanos(ts)
 	}
 	pid, ok := ident(m["pid"])
 	if !ok {
@@ -258,10 +260,12 @@ func (v *validator) event(i int, r any) (vevent, bool) {
 	}
 	switch ph {
 	case "X":
-		if e.dur, ok = number(m["dur"]); !ok {
+		if dur, ok := number(m["dur"]); !ok {
 			problem("no numeric dur")
-		} else if e.dur < 0 {
-			problem("negative dur %v", e.dur)
+		} else if dur < 0 {
+			problem("negative dur %v", dur)
+		} else {
+			e.dur = nanos(dur)
 		}
 	case "i", "I":
 		if s, has := m["s"]; has && s != "g" && s != "p" && s != "t" {
@@ -341,7 +345,7 @@ func (v *validator) nesting(track string, evs []vevent) []interval {
 				stack = stack[:len(stack)-1]
 				continue
 			}
-			v.addf("on track %s, the slice of event %d [%v, %v] overlaps the slice of event %d [%v, %v] without nesting",
+			v.addf("on track %s, the slice of event %d [%d, %d] ns overlaps the slice of event %d [%d, %d] ns without nesting",
 				track, s.i, s.start, s.end, top.i, top.start, top.end)
 			stack = stack[:len(stack)-1]
 		}
@@ -383,11 +387,11 @@ func (v *validator) flow(evs []vevent, slicesOf map[string]*trackSlices) {
 // trackSlices answers where a track's slices are, for binding flows.
 type trackSlices struct {
 	ivs    []interval // sorted by start
-	maxEnd []float64  // maxEnd[i]: the latest end among ivs[:i+1]
+	maxEnd []int64    // maxEnd[i]: the latest end among ivs[:i+1]
 }
 
 func newTrackSlices(ivs []interval) *trackSlices {
-	t := &trackSlices{ivs: ivs, maxEnd: make([]float64, len(ivs))}
+	t := &trackSlices{ivs: ivs, maxEnd: make([]int64, len(ivs))}
 	for i, s := range ivs {
 		t.maxEnd[i] = s.end
 		if i > 0 {
@@ -398,12 +402,12 @@ func newTrackSlices(ivs []interval) *trackSlices {
 }
 
 // encloses reports whether a slice contains the time ts.
-func (t *trackSlices) encloses(ts float64) bool {
+func (t *trackSlices) encloses(ts int64) bool {
 	if t == nil {
 		return false
 	}
 	// The slices that start at or before ts are ivs[:n].
-	n, _ := slices.BinarySearchFunc(t.ivs, ts, func(s interval, ts float64) int {
+	n, _ := slices.BinarySearchFunc(t.ivs, ts, func(s interval, ts int64) int {
 		if s.start <= ts {
 			return -1
 		}
@@ -413,9 +417,13 @@ func (t *trackSlices) encloses(ts float64) bool {
 }
 
 // beginsAtOrAfter reports whether a slice starts at ts or later.
-func (t *trackSlices) beginsAtOrAfter(ts float64) bool {
+func (t *trackSlices) beginsAtOrAfter(ts int64) bool {
 	return t != nil && len(t.ivs) > 0 && t.ivs[len(t.ivs)-1].start >= ts
 }
+
+// nanos converts a time in µs to integer ns as Perfetto does, so that
+// slices that meet in the document meet here too.
+func nanos(us float64) int64 { return int64(math.Round(us * 1000)) }
 
 // number returns x as a float64 if it is a finite JSON number.
 func number(x any) (float64, bool) {

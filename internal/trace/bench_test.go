@@ -94,3 +94,29 @@ func BenchmarkEncode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*records), "ns/record")
 }
+
+// BenchmarkEncodeSwitches measures writing the records of task switches
+// (a Resume and a Suspend a slice), the bulk of a busy loop's trace.
+func BenchmarkEncodeSwitches(b *testing.B) {
+	r := NewRing(0, 1<<30)
+	buf := r.NewBuffer(1, 0)
+	buf.Spawn(0, 0, 1, 0)
+	buf.SetName(0, 1, "ping")
+	buf.Spawn(0, 0, 2, 0)
+	buf.SetName(0, 2, "pong")
+	n := 64 * chunkRecords
+	for i := range n / 2 {
+		id := uint32(1 + i%2)
+		buf.Resume(int64(100*i), id)
+		buf.Suspend(int64(100*i+37), id, Yield)
+	}
+	buf.Publish()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := r.WriteSnapshot(io.Discard, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+}

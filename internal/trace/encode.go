@@ -55,10 +55,18 @@ func key(run int, task uint32) taskKey { return taskKey(uint64(uint32(run))<<32 
 // function. (The encoder keeps the name as a JSON string, the ring as
 // it was set.)
 type taskInfo struct {
-	name    string
-	fn      uintptr
-	resumed int64 // the encoder's: when it last saw the task resume
-	ran     bool  // resumed is set
+	name string
+	fn   uintptr
+
+	// The encoder's: when it last saw the task resume, and the strings
+	// its slices are written with (made at its first slice, and again
+	// after its name changes).
+	resumed int64
+	ran     bool    // resumed is set
+	arrow   pending // the arrow toward its next slice; id 0 if none
+	qname   string  // its name as a JSON string
+	xhead   string  // {"name":...,"cat":"task","ph":"X","ts": (from its second slice)
+	xargs   string  // ,"args":{"task":N,"reason":
 }
 
 // trackKey names a track: pid and tid.
@@ -82,6 +90,8 @@ type track struct {
 	open   bool
 	task   uint32
 	slice  string // its name (a JSON string)
+	xhead  string // its X's head and args (see taskInfo)
+	xargs  string
 	since  int64  // when it began, or when this encoding first saw it
 	shown  bool   // it is in the output, from start
 	start  int64  // where the output shows it from: since, or the output's start
@@ -93,7 +103,7 @@ type track struct {
 // pending is an arrow whose start is written (or was skipped) and whose
 // end waits for the woken task's next slice.
 type pending struct {
-	id      uint64
+	id      uint64 // from 1
 	name    string // "spawn" or "wake", as a JSON string
 	written bool   // the start was written: the end may be
 }
@@ -111,7 +121,6 @@ type encoder struct {
 	from  int64 // records before it update the state but are not written
 
 	tasks   map[taskKey]taskInfo
-	pending map[taskKey]pending
 	tracks  map[trackKey]*track
 	order   []*track // tracks in order of first use
 	procs   map[int]bool
@@ -125,7 +134,6 @@ func newEncoder(w io.Writer, from int64) *encoder {
 		buf:     make([]byte, 0, flushAt+4<<10),
 		from:    from,
 		tasks:   map[taskKey]taskInfo{},
-		pending: map[taskKey]pending{},
 		tracks:  map[trackKey]*track{},
 		procs:   map[int]bool{},
 		fnNames: map[uintptr]string{},
@@ -226,14 +234,21 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		}
 		k := key(b.run, r.a)
 		t := e.tasks[k]
+		if t.ran { // its second slice or later: worth making its strings
+			e.sliceStrings(&t, r.a)
+		} else if t.qname == "" {
+			t.qname = e.nameOf(t, r.a)
+		}
 		t.resumed, t.ran = r.ts, true
+		p := t.arrow
+		t.arrow = pending{}
 		e.tasks[k] = t
-		tr.open, tr.task, tr.slice, tr.since = true, r.a, e.nameOf(t, r.a), r.ts
+		tr.open, tr.task, tr.since = true, r.a, r.ts
+		tr.slice, tr.xhead, tr.xargs = t.qname, t.xhead, t.xargs
 		if show {
 			e.on(tr)
 		}
-		if p, ok := e.pending[k]; ok {
-			delete(e.pending, k)
+		if p.id != 0 {
 			if show && p.written {
 				e.head(p.name, flowEnd, r.ts, tr)
 				e.buf = append(e.buf, `,"id":`...)
@@ -249,7 +264,12 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 			}
 			// It began before what this encoding sees: show it from the
 			// track's first record, or the end of its last slice.
-			tr.open, tr.task, tr.slice, tr.since = true, r.a, e.taskName(key(b.run, r.a), r.a), max(tr.first, tr.free)
+			tr.open, tr.task, tr.since = true, r.a, max(tr.first, tr.free)
+			t := e.tasks[key(b.run, r.a)]
+			if t.qname == "" {
+				t.qname = e.nameOf(t, r.a)
+			}
+			tr.slice, tr.xhead, tr.xargs = t.qname, t.xhead, t.xargs
 		}
 		if show {
 			e.on(tr)
@@ -257,14 +277,13 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		}
 		tr.open, tr.shown, tr.begun = false, false, false
 		if Reason(r.x) == Finished {
-			k := key(b.run, r.a)
-			delete(e.tasks, k)
-			delete(e.pending, k)
+			delete(e.tasks, key(b.run, r.a))
 		}
 	case kSpawn:
 		k := key(b.run, r.b)
 		t := e.tasks[k]
 		t.fn = uintptr(r.arg)
+		t.qname, t.xhead, t.xargs = "", "", ""
 		e.tasks[k] = t
 		if r.a != 0 {
 			e.arrow(tr, r.ts, show, `"spawn"`, r.b, k)
@@ -273,6 +292,7 @@ func (e *encoder) record(b *Buffer, tr *track, c *chunk, r *record) {
 		k := key(b.run, r.a)
 		t := e.tasks[k]
 		t.name = string(appendString(nil, c.strs[r.x-1]))
+		t.qname, t.xhead, t.xargs = "", "", ""
 		e.tasks[k] = t
 		if show {
 			e.on(tr)
@@ -371,7 +391,8 @@ func (e *encoder) arrow(tr *track, ts int64, show bool, name string, woken uint3
 // finished, the start is written and never ended; viewers drop it.)
 func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskKey) {
 	e.flows++
-	if t := e.tasks[k]; t.ran && t.resumed > ts {
+	t := e.tasks[k]
+	if t.ran && t.resumed > ts {
 		return
 	}
 	p := pending{id: e.flows, name: name, written: show}
@@ -381,7 +402,8 @@ func (e *encoder) flowStart(tr *track, ts int64, show bool, name string, k taskK
 		e.buf = strconv.AppendUint(e.buf, p.id, 10)
 		e.buf = append(e.buf, '}')
 	}
-	e.pending[k] = p
+	t.arrow = p
+	e.tasks[k] = t
 }
 
 // on makes ready to write an event on tr, a loop's track, at a time the
@@ -430,7 +452,7 @@ func (e *encoder) end(tr *track, ts int64, reason Reason) {
 		e.buf = append(e.buf, `,"args":{"reason":`...)
 		e.buf = append(e.buf, quoted...)
 		e.buf = append(e.buf, "}}"...)
-	} else {
+	} else if tr.xhead == "" {
 		e.head(tr.slice, sliceComplete, tr.start, tr)
 		e.buf = append(e.buf, `,"dur":`...)
 		e.buf = appendMicros(e.buf, ts-tr.start)
@@ -439,6 +461,20 @@ func (e *encoder) end(tr *track, ts int64, reason Reason) {
 		e.buf = append(e.buf, `,"reason":`...)
 		e.buf = append(e.buf, quoted...)
 		e.buf = append(e.buf, "}}"...)
+	} else {
+		// The hottest event of all, from strings made once per task.
+		e.meta(tr)
+		e.sep()
+		e.buf = append(e.buf, tr.xhead...)
+		e.buf = appendMicros(e.buf, tr.start)
+		e.buf = append(e.buf, tr.ids...)
+		e.buf = append(e.buf, `,"dur":`...)
+		e.buf = appendMicros(e.buf, ts-tr.start)
+		e.buf = append(e.buf, tr.xargs...)
+		e.buf = append(e.buf, quoted...)
+		e.buf = append(e.buf, "}}"...)
+	}
+	if !tr.begun {
 		e.buf = append(e.buf, tr.inner...)
 		e.count += tr.innerN
 		tr.inner, tr.innerN = tr.inner[:0], 0
@@ -514,16 +550,7 @@ var quotedSources = func() (q [numSources + 1]string) {
 // (a JSON string), its category and phase (catPh: JSON members), its time
 // and its track, leaving the object open.
 func (e *encoder) head(name, catPh string, ts int64, tr *track) {
-	if !tr.written {
-		tr.written = true
-		if !e.procs[tr.pid] {
-			e.procs[tr.pid] = true
-			e.meta("process_name", tr.pid, 0, `"name":"weft run `+strconv.Itoa(tr.pid)+`"`)
-		}
-		e.meta("thread_name", tr.pid, tr.tid, `"name":`+string(appendString(nil, tr.name)))
-		e.meta("thread_sort_index", tr.pid, tr.tid, `"sort_index":`+strconv.Itoa(tr.tid))
-		tr.ids = `,"pid":` + strconv.Itoa(tr.pid) + `,"tid":` + strconv.Itoa(tr.tid)
-	}
+	e.meta(tr)
 	e.sep()
 	e.buf = append(e.buf, `{"name":`...)
 	e.buf = append(e.buf, name...)
@@ -534,8 +561,22 @@ func (e *encoder) head(name, catPh string, ts int64, tr *track) {
 	e.buf = append(e.buf, tr.ids...)
 }
 
-// meta writes a metadata event with the given args (JSON members).
-func (e *encoder) meta(name string, pid, tid int, args string) {
+// meta writes the metadata of tr's process and track, the first time.
+func (e *encoder) meta(tr *track) {
+	if !tr.written {
+		tr.written = true
+		if !e.procs[tr.pid] {
+			e.procs[tr.pid] = true
+			e.metaEvent("process_name", tr.pid, 0, `"name":"weft run `+strconv.Itoa(tr.pid)+`"`)
+		}
+		e.metaEvent("thread_name", tr.pid, tr.tid, `"name":`+string(appendString(nil, tr.name)))
+		e.metaEvent("thread_sort_index", tr.pid, tr.tid, `"sort_index":`+strconv.Itoa(tr.tid))
+		tr.ids = `,"pid":` + strconv.Itoa(tr.pid) + `,"tid":` + strconv.Itoa(tr.tid)
+	}
+}
+
+// metaEvent writes a metadata event with the given args (JSON members).
+func (e *encoder) metaEvent(name string, pid, tid int, args string) {
 	e.sep()
 	e.buf = append(e.buf, `{"name":"`...)
 	e.buf = append(e.buf, name...)
@@ -565,6 +606,19 @@ func (e *encoder) sep() {
 // taskName returns the name of task k as a JSON string: the one set, else
 // its function's, else "task N".
 func (e *encoder) taskName(k taskKey, id uint32) string { return e.nameOf(e.tasks[k], id) }
+
+// sliceStrings makes the strings task id's slices are written with, if
+// they are not made yet.
+func (e *encoder) sliceStrings(t *taskInfo, id uint32) {
+	if t.xhead != "" {
+		return
+	}
+	if t.qname == "" {
+		t.qname = e.nameOf(*t, id)
+	}
+	t.xhead = `{"name":` + t.qname + `,` + sliceComplete + `,"ts":`
+	t.xargs = `,"args":{"task":` + strconv.FormatUint(uint64(id), 10) + `,"reason":`
+}
 
 // nameOf is taskName with the task's info at hand.
 func (e *encoder) nameOf(t taskInfo, id uint32) string {

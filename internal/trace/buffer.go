@@ -12,8 +12,8 @@ package trace
 // Timestamps are nanoseconds on the loop's clock, read by the caller:
 // real or virtual, as long as one Recorder's buffers share a clock. The
 // loop's own records (every method but Offload) must come in timestamp
-// order. Task ids are the runtime's, unique within a run; 0 means "no
-// task".
+// order. Task ids are the runtime's, unique within a run across all its
+// loops (a task may move between loops); 0 means "no task".
 //
 // A nil *Buffer means tracing is off. The methods do not check for it:
 // the caller tests the pointer first, which also saves reading the clock.

@@ -5,6 +5,7 @@
 //	weft bench convoy   an echo server beside CPU-bound work (the GIL's convoy effect)
 //	weft bench sha256   hashing on the loop against hashing in Offload
 //	weft bench sync     channels, Mutex and SendWait beside Go channels and sync.Mutex
+//	weft trace FILE     draw a trace (WithTrace's JSON) as an SVG timeline
 //
 // Run it from a checkout with `go run ./cmd/weft tour`.
 package main
@@ -33,6 +34,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runTour(stdout, args[1:])
 	case "bench":
 		err = bench(stdout, stderr, args[1:])
+	case "trace":
+		err = traceCmd(stdout, stderr, args[1:])
 	case "measure-memory": // hidden: one measurement in a fresh process, for bench
 		err = measureMemory(stdout, args[1:])
 	case clientMode: // hidden: the load client in a process of its own, for bench convoy
@@ -67,6 +70,8 @@ commands:
                    (flags: -size -n -interval)
   bench sync       channels, Mutex and SendWait beside Go channels and
                    sync.Mutex, with ratios
+  trace FILE.json  draw a trace-event file as an SVG timeline: a row per loop,
+                   tasks as coloured slices (flags: -o FILE.svg -title -width)
   help             this text
 `)
 }

@@ -24,3 +24,13 @@ func BackendName(opts ...Option) string {
 
 // PendingTimers reports how many timers t's loop holds.
 func PendingTimers(t *Task) int { return t.loop.timers.len() }
+
+// PinTo moves the running task t to loop k of its Run and keeps it there,
+// as if it had been started there with Local (tests only: to put the two
+// sides of a wake on different loops).
+func PinTo(t *Task, k int) {
+	if t.loop.id != k {
+		t.moveTo_(t.rs.loops[k], "a test's PinTo")
+	}
+	t.local = true
+}

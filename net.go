@@ -214,11 +214,16 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
 	}
 	d := &c.dl.rd
+	// The deadline's waiters and timer are c.loop's: t stays there until
+	// exit (a wake-up must not hand it to another loop in between).
+	t.pin++
 	if err := d.enter(c.loop, t); err != nil {
+		t.pin--
 		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
 	}
 	n, err := c.impl.read(t, b)
 	d.exit(c.loop, t)
+	t.pin--
 	return n, err
 }
 
@@ -238,11 +243,16 @@ func (c *Conn) Write(t *Task, b []byte) (int, error) {
 		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
 	}
 	d := &c.dl.wr
+	// The deadline's waiters and timer are c.loop's: t stays there until
+	// exit (a wake-up must not hand it to another loop in between).
+	t.pin++
 	if err := d.enter(c.loop, t); err != nil {
+		t.pin--
 		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
 	}
 	n, err := c.impl.write(t, b)
 	d.exit(c.loop, t)
+	t.pin--
 	return n, err
 }
 

@@ -3,7 +3,7 @@ package weft
 // A Conn as a net.Conn, for code written against the net package's
 // interface: crypto/tls, net/http's types, protocol libraries. NetConn
 // binds the Conn to one task, as ReadWriter does; LoopConn acts for
-// whichever task of the Conn's loop calls it.
+// whichever task of the Conn's Run calls it.
 
 import (
 	"net"
@@ -16,7 +16,7 @@ func init() {
 	loophook.Key = func(t any) any {
 		tt := t.(*Task)
 		tt.check("loophook.Key")
-		return tt.loop
+		return tt.rs
 	}
 	loophook.AtEnd = func(t any, f func()) {
 		tt := t.(*Task)
@@ -65,11 +65,11 @@ func (c *Conn) NetConn(t *Task) net.Conn {
 }
 
 // LoopConn returns a net.Conn that reads and writes c on behalf of
-// whichever task of c's loop calls it: a reader task and a writer task can
+// whichever task of c's Run calls it (moving it to c's loop): a reader task and a writer task can
 // share it (and a tls.Conn made on it), and a value built on it (a response
-// body, say) can be handed from task to task of the loop. Its Read and
+// body, say) can be handed from task to task of the Run. Its Read and
 // Write suspend the calling task, as c.Read and c.Write do; called from
-// outside the tasks of c's loop they panic with a "weft:" message. The
+// outside the tasks of c's Run they panic with a "weft:" message. The
 // other methods are as NetConn's. LoopConn itself does not suspend.
 func (c *Conn) LoopConn() net.Conn { return &loopConn{Conn: c} }
 
@@ -86,7 +86,7 @@ type loopConn struct{ *Conn }
 func (lc *loopConn) Read(b []byte) (int, error)  { return lc.Conn.Read(lc.current("Read"), b) }
 func (lc *loopConn) Write(b []byte) (int, error) { return lc.Conn.Write(lc.current("Write"), b) }
 
-// current returns the task of c's loop that is running the caller.
+// current returns the task of c's Run that is running the caller.
 func (lc *loopConn) current(op string) *Task {
 	t := currentTask()
 	if t == nil || t.rs != lc.loop.rs {

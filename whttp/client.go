@@ -4,9 +4,9 @@ package whttp
 // exchange runs on a connection from a per-host pool of idle keep-alive
 // connections (or a new one, dialled with weft.Dial: names resolved off
 // the loop). A connection reads and writes through Conn.LoopConn, so the
-// response body can be read by any task of the loop. Pools are per loop
-// (a connection belongs to the loop it was made on) and are closed when
-// that loop's Run ends.
+// response body can be read by any task of the Run. Pools are per Run
+// (a connection belongs to the Run it was made in; with several loops, a
+// task using it moves to its loop) and are closed when that Run ends.
 
 import (
 	"bufio"
@@ -35,8 +35,9 @@ const DefaultMaxIdleConnsPerHost = 2
 const DefaultIdleConnTimeout = 90 * time.Second
 
 // Client is an HTTP/1.1 client on weft tasks. Its zero value is ready to
-// use; it may be shared by tasks of several loops and by goroutines (its
-// pool has a lock), but each connection serves the loop that made it.
+// use; it may be shared by tasks of several Runs and by goroutines (its
+// pool has a lock), but each connection serves the Run that made it (any
+// of its loops: a task moves to a connection's loop to use it).
 // Set its fields before first use.
 type Client struct {
 	// Timeout bounds a whole exchange: dialling, every redirect, and the
@@ -63,7 +64,7 @@ type Client struct {
 	TLSConfig *tls.Config
 
 	// MaxIdleConnsPerHost bounds the idle connections kept per host (and
-	// per loop). Zero: DefaultMaxIdleConnsPerHost. Negative: none kept.
+	// per Run). Zero: DefaultMaxIdleConnsPerHost. Negative: none kept.
 	MaxIdleConnsPerHost int
 
 	// IdleConnTimeout is how long an idle connection is kept for reuse.
@@ -77,7 +78,7 @@ type Client struct {
 	mu    sync.Mutex
 	idle  map[poolKey][]*clientConn // guarded by mu: most recently used last
 	conns map[*clientConn]struct{}  // guarded by mu: every open connection
-	loops map[any]struct{}          // guarded by mu: loops whose end closes their connections
+	runs  map[any]struct{}          // guarded by mu: Runs whose end closes their connections
 }
 
 // DefaultClient is the Client Get uses.
@@ -125,7 +126,7 @@ func (c *Client) Post(t *weft.Task, url, contentType string, body io.Reader) (*h
 // and the connection is closed. A non-2xx status is not an error.
 //
 // The caller must close the response body. It may be read by any task of
-// t's loop (each read suspends that task), within Timeout; once it is read
+// t's Run (each read suspends that task), within Timeout; once it is read
 // to the end, or closed after that, the connection goes back to the pool.
 // Closing it before the end closes the connection.
 func (c *Client) Do(t *weft.Task, req *http.Request) (*http.Response, error) {
@@ -311,9 +312,9 @@ func (c *Client) send(t *weft.Task, req *http.Request, deadline time.Time) (*htt
 	return resp, nil
 }
 
-// poolKey names a pool: one loop, one scheme and address.
+// poolKey names a pool: one Run, one scheme and address.
 type poolKey struct {
-	loop any
+	run  any    // loophook.Key: the Run
 	addr string // "http://host:80"
 }
 
@@ -342,7 +343,7 @@ func (c *Client) roundTrip(t *weft.Task, req *http.Request, deadline time.Time) 
 			port = "443"
 		}
 	}
-	key := poolKey{loop: loophook.Key(t), addr: u.Scheme + "://" + net.JoinHostPort(host, port)}
+	key := poolKey{run: loophook.Key(t), addr: u.Scheme + "://" + net.JoinHostPort(host, port)}
 	for {
 		cc, err := c.getConn(t, key, host, deadline)
 		if err != nil {
@@ -501,42 +502,42 @@ func (c *Client) dial(t *weft.Task, key poolKey, host string, deadline time.Time
 	if c.conns == nil {
 		c.conns = make(map[*clientConn]struct{})
 		c.idle = make(map[poolKey][]*clientConn)
-		c.loops = make(map[any]struct{})
+		c.runs = make(map[any]struct{})
 	}
 	c.conns[cc] = struct{}{}
-	_, known := c.loops[key.loop]
-	c.loops[key.loop] = struct{}{}
+	_, known := c.runs[key.run]
+	c.runs[key.run] = struct{}{}
 	c.mu.Unlock()
 	if !known {
-		// The loop's connections are of no use once its Run ends.
-		loop := key.loop
-		loophook.AtEnd(t, func() { c.closeLoop(loop) })
+		// The Run's connections are of no use once it ends.
+		run := key.run
+		loophook.AtEnd(t, func() { c.closeRun(run) })
 	}
 	return cc, nil
 }
 
-// closeLoop closes every connection of a loop that has ended.
-func (c *Client) closeLoop(loop any) {
+// closeRun closes every connection of a Run that has ended.
+func (c *Client) closeRun(run any) {
 	c.mu.Lock()
 	var all []*clientConn
 	for cc := range c.conns {
-		if cc.key.loop == loop {
+		if cc.key.run == run {
 			all = append(all, cc)
 		}
 	}
 	for k := range c.idle {
-		if k.loop == loop {
+		if k.run == run {
 			delete(c.idle, k)
 		}
 	}
-	delete(c.loops, loop)
+	delete(c.runs, run)
 	c.mu.Unlock()
 	for _, cc := range all {
 		cc.close()
 	}
 }
 
-// CloseIdleConnections closes the idle connections of every loop. It does
+// CloseIdleConnections closes the idle connections of every Run. It does
 // not suspend; any goroutine may call it.
 func (c *Client) CloseIdleConnections() {
 	c.mu.Lock()
@@ -657,7 +658,7 @@ func (cc *clientConn) exchange(t *weft.Task, req *http.Request, deadline time.Ti
 }
 
 // clientBody is a response body: it reads through the connection's
-// buffer, on behalf of whichever task of the loop reads it, and gives the
+// buffer, on behalf of whichever task of the Run reads it, and gives the
 // connection back when it reaches the end.
 type clientBody struct {
 	cc       *clientConn

@@ -300,7 +300,7 @@ func (w *response) commit(final bool) error {
 		w.mode = modeChunked
 	}
 
-	if req.Close || c.stopIt || c.sv.s.DisableKeepAlives || headerHasToken(h, "Connection", "close") {
+	if req.Close || c.stopIt.Load() || c.sv.s.DisableKeepAlives || headerHasToken(h, "Connection", "close") {
 		w.closeAfter = true
 	}
 

@@ -39,6 +39,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -112,17 +113,31 @@ type Server struct {
 	Logger *slog.Logger
 }
 
-// serving is the state of one Serve call. Loop-owned.
+// serving is the state of one Serve call. Its connection tasks live on
+// their connections' loops (with several loops, not Serve's), so what
+// Serve's task and theirs share is guarded by mu or atomic.
 type serving struct {
-	s        *Server
-	handler  Handler
-	tls      *tls.Config
-	log      *slog.Logger
-	ln       *weft.Listener
-	base     context.Context // values of Serve's task, without its cancellation
-	conns    map[*conn]struct{}
-	stopping bool
-	idle     func(struct{}, error) bool // settles the drain's wait when conns empties
+	s       *Server
+	handler Handler
+	tls     *tls.Config
+	log     *slog.Logger
+	ln      *weft.Listener
+	base    context.Context // values of Serve's task, without its cancellation
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}         // mu: the connections not yet ended
+	idle  func(struct{}, error) bool // mu: settles the drain's wait when conns empties
+}
+
+// snapshot returns the connections not yet ended.
+func (sv *serving) snapshot() []*conn {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	list := make([]*conn, 0, len(sv.conns))
+	for c := range sv.conns {
+		list = append(list, c)
+	}
+	return list
 }
 
 // Serve accepts connections on ln and serves each in a task of its own,
@@ -199,16 +214,20 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 // listener and the idle connections, and waits for the busy ones up to the
 // drain timeout, then cuts them off.
 func (sv *serving) drain(t *weft.Task) error {
-	sv.stopping = true
 	sv.ln.Close()
-	for c := range sv.conns {
+	for _, c := range sv.snapshot() {
 		c.stop()
 	}
-	if len(sv.conns) == 0 {
+	p, settle := weft.NewPromise[struct{}]()
+	sv.mu.Lock()
+	left := len(sv.conns)
+	if left > 0 {
+		sv.idle = settle
+	}
+	sv.mu.Unlock()
+	if left == 0 {
 		return nil
 	}
-	p, settle := weft.NewPromise[struct{}]()
-	sv.idle = settle
 	d := sv.s.DrainTimeout
 	if d == 0 {
 		d = DefaultDrainTimeout
@@ -218,9 +237,10 @@ func (sv *serving) drain(t *weft.Task) error {
 		return nil
 	}
 	if _, err := weft.Timeout(t, d, p.Await); err != nil {
+		busy := sv.snapshot()
 		sv.log.Warn("whttp: graceful stop: drain timeout; closing busy connections",
-			"addr", sv.ln.Addr().String(), "conns", len(sv.conns), "timeout", d)
-		for c := range sv.conns {
+			"addr", sv.ln.Addr().String(), "conns", len(busy), "timeout", d)
+		for _, c := range busy {
 			c.cut(errDrainTimeout)
 		}
 	}
@@ -242,7 +262,9 @@ func serverTLSConfig(cfg *tls.Config) *tls.Config {
 
 func isCancellation(err error) bool { return errors.Is(err, context.Canceled) }
 
-// conn is one connection being served. Loop-owned.
+// conn is one connection being served. Its task owns it; what Serve's
+// task touches while draining (stopIt, idle, and the cut-off's fields
+// under sv.mu) is atomic or guarded.
 type conn struct {
 	sv     *serving
 	wc     *weft.Conn
@@ -254,11 +276,14 @@ type conn struct {
 	br     *bufio.Reader // nil while idle
 	bw     *bufio.Writer // nil while idle
 	ctx    context.Context
-	cancel context.CancelCauseFunc // of the request in flight; nil between requests
-	group  *weft.TaskGroup         // the connection's requests run in it
-	idle   bool                    // waiting for a request: the stop closes it
-	stopIt bool                    // the server is stopping: close after this response
-	cutErr error                   // the drain timeout cut it off
+	cancel context.CancelCauseFunc // sv.mu: of the request in flight; nil between requests
+	group  *weft.TaskGroup         // sv.mu: the connection's requests run in it
+	cutErr error                   // sv.mu: the drain timeout cut it off
+	// idle and stopIt follow a Dekker order: the connection sets idle,
+	// then reads stopIt before it waits; the stop sets stopIt, then reads
+	// idle and closes an idle connection. One of them sees the other.
+	idle   atomic.Bool // waiting for a request: the stop closes it
+	stopIt atomic.Bool // close after this response (the server stops, or an error)
 	state  http.ConnState
 	// land receives the first bytes of a request while the connection is
 	// idle and holds no buffer: a small request arrives whole in it, in
@@ -271,14 +296,16 @@ type conn struct {
 
 func (sv *serving) newConn(wc *weft.Conn) *conn {
 	c := &conn{sv: sv, wc: wc, remote: wc.RemoteAddr().String()}
+	sv.mu.Lock()
 	sv.conns[c] = struct{}{}
+	sv.mu.Unlock()
 	return c
 }
 
 // stop asks c to end: at once if idle, after its response if busy.
 func (c *conn) stop() {
-	c.stopIt = true
-	if c.idle {
+	c.stopIt.Store(true)
+	if c.idle.Load() {
 		c.wc.Close()
 	}
 }
@@ -286,14 +313,24 @@ func (c *conn) stop() {
 // cut ends c now: its request context and its handler's task are
 // cancelled, and its I/O fails.
 func (c *conn) cut(cause error) {
+	c.sv.mu.Lock()
 	c.cutErr = cause
-	if c.cancel != nil {
-		c.cancel(cause)
+	cancel, group := c.cancel, c.group
+	c.sv.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
 	}
-	if c.group != nil {
-		c.group.Cancel()
+	if group != nil {
+		group.Cancel()
 	}
 	c.wc.Close()
+}
+
+// isCut reports whether the drain timeout cut c off.
+func (c *conn) isCut() bool {
+	c.sv.mu.Lock()
+	defer c.sv.mu.Unlock()
+	return c.cutErr != nil
 }
 
 func (c *conn) setState(s http.ConnState) {
@@ -308,22 +345,30 @@ func (c *conn) serve(t *weft.Task) error {
 	sv := c.sv
 	defer func() {
 		c.close(t)
+		sv.mu.Lock()
 		delete(sv.conns, c)
-		if sv.idle != nil && len(sv.conns) == 0 {
-			sv.idle(struct{}{}, nil)
+		var idle func(struct{}, error) bool
+		if len(sv.conns) == 0 {
+			idle = sv.idle
+		}
+		sv.mu.Unlock()
+		if idle != nil {
+			idle(struct{}{}, nil)
 		}
 	}()
 	c.nc = c.wc.NetConn(t)
 	c.r.c = c
 	c.r.limit = -1
 	c.setState(http.StateNew)
-	if c.stopIt {
+	if c.stopIt.Load() {
 		return nil
 	}
 	// The connection's requests run in a group of their own, inside the
 	// shield of serve's caller: the drain timeout cancels it (cut).
 	return weft.Group(t, func(g *weft.TaskGroup) error {
+		c.sv.mu.Lock()
 		c.group = g
+		c.sv.mu.Unlock()
 		c.run(t)
 		return nil
 	})
@@ -348,7 +393,7 @@ func (c *conn) run(t *weft.Task) {
 		if !c.serveRequest(t) {
 			return
 		}
-		if c.stopIt || s.DisableKeepAlives {
+		if c.stopIt.Load() || s.DisableKeepAlives {
 			return
 		}
 	}
@@ -420,7 +465,7 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 		c.wc.SetReadDeadline(c.headerDeadline())
 		return true
 	}
-	if c.stopIt {
+	if c.stopIt.Load() {
 		return false
 	}
 	c.release()
@@ -432,10 +477,14 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 	}
 	c.setState(http.StateIdle)
 	c.wc.SetReadDeadline(deadline)
-	c.idle = true
+	c.idle.Store(true)
+	if c.stopIt.Load() {
+		c.idle.Store(false)
+		return false
+	}
 	n, err := c.nc.Read(c.land[:])
-	c.idle = false
-	if n == 0 || err != nil || c.stopIt {
+	c.idle.Store(false)
+	if n == 0 || err != nil || c.stopIt.Load() {
 		return false
 	}
 	c.r.pending = c.land[:n]
@@ -495,7 +544,7 @@ func (c *conn) release() {
 // kernel reset the connection, which can destroy a response the client has
 // not read yet.
 func (c *conn) close(t *weft.Task) {
-	if c.cutErr == nil && !(c.stopIt && c.state == http.StateIdle) && c.nc != nil {
+	if !c.isCut() && !(c.stopIt.Load() && c.state == http.StateIdle) && c.nc != nil {
 		if c.bw != nil {
 			c.bw.Flush()
 		}
@@ -690,7 +739,7 @@ func isNetError(err error) bool {
 // writeError writes a short plain-text error response and marks the
 // connection for closing.
 func (c *conn) writeError(code int, msg string) {
-	c.stopIt = true
+	c.stopIt.Store(true)
 	text := fmt.Sprintf("%d %s", code, http.StatusText(code))
 	body := text
 	if msg != "" {
@@ -705,10 +754,14 @@ func (c *conn) writeError(code int, msg string) {
 // whether the connection may carry another request.
 func (c *conn) handle(t *weft.Task, req *http.Request) bool {
 	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.sv.mu.Lock()
 	c.cancel = cancel
+	c.sv.mu.Unlock()
 	defer func() {
 		cancel(context.Canceled)
+		c.sv.mu.Lock()
 		c.cancel = nil
+		c.sv.mu.Unlock()
 	}()
 	req = req.WithContext(ctx)
 	req.RemoteAddr = c.remote
@@ -728,7 +781,7 @@ func (c *conn) handle(t *weft.Task, req *http.Request) bool {
 	}
 	w.finish()
 	w.body.done = true
-	return !w.closeAfter && c.cutErr == nil
+	return !w.closeAfter && !c.isCut()
 }
 
 // runHandler calls the handler, turning a panic into a 500 (if nothing
@@ -745,11 +798,11 @@ func (c *conn) runHandler(t *weft.Task, w *response, req *http.Request) (ok bool
 			c.sv.log.Error("whttp: panic serving request", "remote", c.remote,
 				"method", req.Method, "uri", req.RequestURI, "panic", r, "stack", string(debug.Stack()))
 		}
-		if !w.committed && c.cutErr == nil {
+		if !w.committed && !c.isCut() {
 			c.bw.Reset(c.nc) // drop anything half-written
 			c.writeError(http.StatusInternalServerError, "")
 		}
-		c.stopIt = true
+		c.stopIt.Store(true)
 		ok = false
 	}()
 	c.sv.handler.ServeHTTP(t, w, req)

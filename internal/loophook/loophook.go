@@ -1,11 +1,13 @@
 // Package loophook lets weft's own packages (whttp) reach two facts about a
-// loop that weft does not export: which loop a task runs on, and the end of
-// that loop's Run. Package weft sets the functions in its init; they are
+// loop that weft does not export: which Run a task belongs to, and the end of
+// that Run. Package weft sets the functions in its init; they are
 // nil until weft is linked in.
 package loophook
 
-// Key returns a comparable value naming the loop of t, a *weft.Task. It
-// must be called from t's own task.
+// Key returns a comparable value naming the Run of t, a *weft.Task: the
+// I/O objects of a Run are usable by any of its tasks, on any of its loops
+// (a task moves to a connection's loop to use it). It must be called from
+// t's own task.
 var Key func(t any) any
 
 // AtEnd arranges for f to run on the goroutine that called Run, as the Run

@@ -24,18 +24,21 @@ func (l *loop) movable(t *Task) bool {
 	return !t.local && t.co != nil && t != l.driver && t.pin == 0
 }
 
-// shed hands the older half of l's movable runnable tasks to a hungry loop,
-// if l has at least two runnable tasks and some loop sleeps with nothing to
-// run (Go's wakep, done by the busy loop).
-func (l *loop) shed() {
-	if l.runq.len()+l.batchq.len() < 2 {
+// shed hands about half of l's work, the older movable runnable tasks, to
+// a hungry loop, if some loop sleeps with nothing to run (Go's
+// wakep, done by the busy loop). running is 1 when a task holds l (a slow
+// Checkpoint: it keeps running here, so one queued task is already
+// surplus), 0 at a pick (the next task stays: a queue of one is not).
+func (l *loop) shed(running int) {
+	queued := l.runq.len() + l.batchq.len()
+	if queued+running < 2 {
 		return
 	}
 	to := l.rs.takeHungry(l)
 	if to == nil {
 		return
 	}
-	want := min((l.runq.len()+l.batchq.len())/2, maxShed)
+	want := min((queued+running)/2, maxShed)
 	var moved []*Task
 	for _, q := range []*queue[*Task]{&l.runq, &l.batchq} {
 		n := q.len()
@@ -144,6 +147,7 @@ type loopSummary struct {
 	fds       int
 	nextTimer int64 // the earliest timer's deadline, or -1
 	strong    bool  // a timer that is not weak is pending (timers.go)
+	ioTimers  bool  // an I/O deadline's timer is pending (blockVirtualIO)
 	keepAlive bool  // a parked task's source may be satisfied from outside
 }
 
@@ -166,29 +170,39 @@ func (l *loop) idleMulti() (stop bool) {
 		return false
 	}
 	l.summary = loopSummary{live: l.live, external: l.external, fds: l.fds.waiting, nextTimer: -1,
-		strong: l.timers.strong() > 0, keepAlive: l.parkedKeepAliveLocked()}
+		strong: l.timers.strong() > 0, keepAlive: l.parkedKeepAliveLocked(), ioTimers: l.ioTimers > 0}
 	if tm := l.timers.peek(); tm != nil {
 		l.summary.nextTimer = tm.when
 	}
 	l.isIdle = true
 	rs.idle++
 	if rs.idle == len(rs.loops) {
-		rs.allIdle()
+		rs.allIdle(l)
 	}
 	stop = rs.done
+	grace, graceEpoch := rs.graceNext, rs.wakeEpoch
+	if rs.graceLoop != l {
+		grace = -1
+	}
+	rs.graceLoop = nil
 	rs.mu.Unlock()
 	if stop {
 		return true
 	}
 	l.hungry.Store(true)
 	rs.hungry.Add(1)
-	l.block()
+	if grace >= 0 {
+		l.blockVirtualIOMulti(grace, graceEpoch)
+	} else {
+		l.block()
+	}
 	if l.hungry.CompareAndSwap(true, false) {
 		rs.hungry.Add(-1)
 	}
 	rs.mu.Lock()
 	l.isIdle = false
 	rs.idle--
+	rs.wakeEpoch++
 	stop = rs.done
 	rs.mu.Unlock()
 	if rs.aborting.Load() {
@@ -200,8 +214,8 @@ func (l *loop) idleMulti() (stop bool) {
 
 // allIdle decides, when every loop is idle (run lock held), whether the
 // Run is over, deadlocked, or (virtual time) due to jump to its next timer.
-func (rs *runState) allIdle() {
-	live, external, fds, keep, strong := 0, 0, 0, false, false
+func (rs *runState) allIdle(last *loop) {
+	live, external, fds, keep, strong, ioTimers := 0, 0, 0, false, false, false
 	next := int64(-1)
 	for _, l := range rs.loops {
 		if l.inboxLen.Load() != 0 {
@@ -213,6 +227,7 @@ func (rs *runState) allIdle() {
 		fds += s.fds
 		keep = keep || s.keepAlive
 		strong = strong || s.strong
+		ioTimers = ioTimers || s.ioTimers
 		if s.nextTimer >= 0 && (next < 0 || s.nextTimer < next) {
 			next = s.nextTimer
 		}
@@ -221,22 +236,23 @@ func (rs *runState) allIdle() {
 	case live == 0 && external == 0:
 		rs.done = true
 		for _, l := range rs.loops {
-			l.poller.Wake()
+			l.wakeUp()
 		}
 	case external > 0 || fds > 0:
-		// Something outside the loops will wake one of them.
+		// Something outside the loops will wake one of them. Under virtual
+		// time with I/O deadlines pending, as with one loop
+		// (blockVirtualIO): the last idle loop gives the I/O a moment of
+		// real time to come first, then time jumps to the earliest timer.
+		if rs.clock.Virtual() && ioTimers && next >= 0 {
+			rs.graceNext, rs.graceLoop = next, last
+		}
 	case next >= 0 && (strong || keep):
 		// A timer is work to wait for, or feeds a task kept alive (a
 		// Ticker's, which is weak). As with one loop, a keep-alive source
 		// does not hold virtual time still.
 		if rs.clock.Virtual() {
 			// Every loop waits on timers only: time jumps to the earliest.
-			rs.clock.AdvanceTo(next)
-			for _, l := range rs.loops {
-				if s := l.summary; s.nextTimer >= 0 && s.nextTimer <= next {
-					l.post(func() { l.fireTimers() })
-				}
-			}
+			rs.advanceLocked(next)
 		}
 		// With the real clock each loop sleeps until its own timer.
 	case keep:
@@ -244,6 +260,50 @@ func (rs *runState) allIdle() {
 	default:
 		rs.onDeadlockLocked()
 	}
+}
+
+// advanceLocked moves virtual time to next and has the loops whose timers
+// are then due fire them (run lock held, every loop idle).
+func (rs *runState) advanceLocked(next int64) {
+	rs.clock.AdvanceTo(next)
+	for _, l := range rs.loops {
+		if s := l.summary; s.nextTimer >= 0 && s.nextTimer <= next {
+			l.post(func() { l.fireTimers() })
+		}
+	}
+}
+
+// blockVirtualIOMulti is blockVirtualIO for the last idle loop of several,
+// which allIdle chose to hold the grace: it sleeps for the grace, and if no
+// loop woke meanwhile (wakeEpoch unchanged) time jumps to next.
+func (l *loop) blockVirtualIOMulti(next int64, epoch uint64) {
+	rs := l.rs
+	grace := virtualIOGrace
+	l.parkedInGo.Store(false)
+	l.sleeping.Store(true)
+	if l.inboxLen.Load() != 0 {
+		grace = 0
+	}
+	l.pollKernel(grace)
+	l.sleeping.Store(false)
+	if l.runq.len()+l.batchq.len() > 0 {
+		return // I/O came first, on this loop
+	}
+	rs.mu.Lock()
+	if rs.wakeEpoch == epoch && rs.idle == len(rs.loops) && !rs.postsPendingLocked() && !rs.done {
+		rs.advanceLocked(next)
+	}
+	rs.mu.Unlock()
+}
+
+// postsPendingLocked reports whether some loop has posts it has not run.
+func (rs *runState) postsPendingLocked() bool {
+	for _, l := range rs.loops {
+		if l.inboxLen.Load() != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // onDeadlockLocked reports a deadlock spanning the loops (run lock held,

@@ -54,7 +54,7 @@ func TestDeadlockWhenMainWaitsForever(t *testing.T) {
 		})
 		defer func() { unwound = append(unwound, "main") }()
 		return helper.Await(wt) // mainWait
-	})
+	}, oneLoop) // unwound is shared: one loop unwinds both, in order
 	var d *weft.DeadlockError
 	if !errors.As(err, &d) {
 		t.Fatalf("Run = %v, want a DeadlockError", err)

@@ -3,32 +3,13 @@ package weft_test
 import (
 	"io"
 	"net"
-	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
 )
-
-// openFDs counts the process's open descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
-	}
-	return len(ents)
-}
-
-// noGC turns the collector off for the test, so that no finalizer can
-// close a leaked descriptor and hide the leak.
-func noGC(t *testing.T) {
-	old := debug.SetGCPercent(-1)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
-}
 
 func TestClosesInDefersOfTasksUnwoundByGoexitAreNotLost(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {

@@ -43,6 +43,7 @@ package weft
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weft-go/weft/internal/clock"
 	"github.com/weft-go/weft/internal/coro"
@@ -85,20 +86,21 @@ type loop struct {
 	idle []*coro.Coro // finished coroutines kept for reuse
 
 	// Scheduling (sched.go).
-	interval   int64 // the switch interval, ns
-	epoch      uint64
-	budget     int32 // ready results the running task may still take
-	batchDue   bool  // the batch lane has waited an interval
-	batchRanAt int64 // when a batch task last ran (-1: just now, not yet stamped)
-	cpLeft     int32 // fast Checkpoints before the next slow one
-	cpStride   int32 // fast Checkpoints between slow ones
-	cpLast     int64 // when the last slow Checkpoint ran
-	pollPeriod int64 // ns between slow Checkpoints, pollPeriodMin..pollPeriodMax
-	sliceOwner *Task // the task whose run sliceStart dates
-	sliceEpoch uint64
-	sliceStart int64
-	sliceWakes uint64 // wakes when the slice started
-	wakes      uint64 // tasks woken by events (not those that gave way)
+	interval    int64 // the switch interval, ns
+	epoch       uint64
+	budget      int32 // ready results the running task may still take
+	batchDue    bool  // the batch lane has waited an interval
+	batchRanAt  int64 // when a batch task last ran (-1: just now, not yet stamped)
+	cpLeft      int32 // fast Checkpoints before the next slow one
+	cpStride    int32 // fast Checkpoints between slow ones
+	cpLast      int64 // when the last slow Checkpoint ran
+	pollPeriod  int64 // ns between slow Checkpoints, pollPeriodMin..pollPeriodMax
+	lastGosched int64 // when a slow Checkpoint last yielded the goroutine's P (goschedEvery)
+	sliceOwner  *Task // the task whose run sliceStart dates
+	sliceEpoch  uint64
+	sliceStart  int64
+	sliceWakes  uint64 // wakes when the slice started
+	wakes       uint64 // tasks woken by events (not those that gave way)
 
 	aborted bool        // Run is unwinding after a Goexit in a task
 	isIdle  bool        // run lock: counted in rs.idle (multi only)
@@ -117,9 +119,15 @@ type loop struct {
 	spare    []func()            // loop-owned: the previous inbox slice, for reuse
 	closed   bool                // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
-	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
-	hungry   atomic.Bool   // asleep with nothing to run: a push elsewhere may wake it to steal
-	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
+	sleeping atomic.Bool // the loop is (about to be) asleep: a post must wake it (kick)
+	// parkedInGo: the sleep is on wakeCh, not in the kernel (written before
+	// sleeping is set, so a poster that sees sleeping sees the right way).
+	parkedInGo atomic.Bool
+	wakeCh     chan struct{} // capacity 1: kick's token for a loop parked in Go
+	parkTimer  *time.Timer   // loop-owned: bounds a park in Go (parkInGo)
+	kaParked   *Task         // loop-owned: tasks parked on a keepAliveSource (park.go)
+	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (balance.go)
+	preempt    atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 
 func newLoop(rs *runState, id int, o options) (*loop, error) {
@@ -127,7 +135,7 @@ func newLoop(rs *runState, id int, o options) (*loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{rs: rs, id: id, poller: p, caps: p.Caps(), clock: rs.clock}
+	l := &loop{rs: rs, id: id, poller: p, caps: p.Caps(), clock: rs.clock, wakeCh: make(chan struct{}, 1)}
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
@@ -152,10 +160,38 @@ func (l *loop) post(fn func()) bool {
 	// loop sees inboxLen > 0 before it sleeps. A running task that is busy
 	// computing sees preempt at its next Checkpoint.
 	l.preempt.Store(1)
-	if l.sleeping.Load() {
-		l.poller.Wake()
-	}
+	l.kick()
 	return true
+}
+
+// wakeUp wakes l however it sleeps, and whether or not it does (the Run
+// is over: see allIdle).
+func (l *loop) wakeUp() {
+	select {
+	case l.wakeCh <- struct{}{}:
+	default:
+	}
+	l.poller.Wake()
+}
+
+// kick wakes l if it sleeps, after a post: through wakeCh if it is parked
+// in Go (a goroutine wake, as a channel send's: no system call on either
+// side), else through the poller. Pairs with block: either the poster sees
+// sleeping and kicks, or the loop sees inboxLen > 0 before it sleeps. A
+// kick that finds the loop already awake leaves at most a token in wakeCh:
+// the next park in Go then returns at once, a spurious wake-up.
+func (l *loop) kick() {
+	if !l.sleeping.Load() {
+		return
+	}
+	if l.parkedInGo.Load() {
+		select {
+		case l.wakeCh <- struct{}{}:
+		default:
+		}
+		return
+	}
+	l.poller.Wake()
 }
 
 // postRelease is post for the release of a descriptor that was closed
@@ -175,9 +211,7 @@ func (l *loop) postRelease(fn func(onLoop bool)) {
 	l.inboxLen.Add(1)
 	l.inboxMu.Unlock()
 	l.preempt.Store(1)
-	if l.sleeping.Load() {
-		l.poller.Wake()
-	}
+	l.kick()
 }
 
 func (l *loop) drainInbox() {
@@ -205,6 +239,9 @@ func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)
+		if t.waitKind == waitPark && t.x.kaLinked {
+			l.unlinkKeepAlive(t)
+		}
 	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
@@ -223,7 +260,7 @@ func (l *loop) pick() *Task {
 		l.pollNow()
 	}
 	if l.rs.multi && l.rs.hungry.Load() > 0 {
-		l.shed()
+		l.shed(0)
 	}
 	t, ok := l.popRunnable()
 	if !ok {
@@ -397,14 +434,54 @@ func (l *loop) block() {
 			timeout = -1 // virtual deadlines pass only when nothing else can happen
 		}
 	}
+	// With no task waiting on an fd, nothing the kernel says matters until
+	// one does (registrations keep their events for the next poll): the
+	// loop parks in Go instead, and a wake from another loop or goroutine
+	// is a goroutine wake-up (see kick). Short sleeps stay in the kernel,
+	// whose timeout is precise.
+	inGo := l.fds.waiting == 0 && (timeout < 0 || timeout >= int64(parkInGoMin))
+	l.parkedInGo.Store(inGo)
 	l.sleeping.Store(true)
 	if l.inboxLen.Load() != 0 {
 		timeout = 0
 	}
-	l.pollKernel(timeout)
+	if inGo {
+		l.parkInGo(timeout)
+	} else {
+		l.pollKernel(timeout)
+	}
 	l.sleeping.Store(false)
 	if l.timers.len() > 0 {
 		l.fireTimers()
+	}
+}
+
+// parkInGoMin is the shortest sleep block takes in Go rather than in the
+// kernel.
+const parkInGoMin = time.Millisecond
+
+// parkInGo sleeps on wakeCh for up to timeout nanoseconds (negative: no
+// limit).
+func (l *loop) parkInGo(timeout int64) {
+	switch {
+	case timeout == 0:
+		select {
+		case <-l.wakeCh:
+		default:
+		}
+	case timeout < 0:
+		<-l.wakeCh
+	default:
+		if l.parkTimer == nil {
+			l.parkTimer = time.NewTimer(time.Duration(timeout))
+		} else {
+			l.parkTimer.Reset(time.Duration(timeout))
+		}
+		select {
+		case <-l.wakeCh:
+			l.parkTimer.Stop()
+		case <-l.parkTimer.C:
+		}
 	}
 }
 
@@ -508,6 +585,7 @@ const (
 // the grace for them, and if nothing came, it moves the clock to the next
 // timer.
 func (l *loop) blockVirtualIO(next *timer) {
+	l.parkedInGo.Store(false)
 	l.sleeping.Store(true)
 	grace := virtualIOGrace
 	if l.external > 0 {

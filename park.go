@@ -92,9 +92,48 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 	ws.op = op
 	clear(ws.pcs[:])
 	fpCallers(ws.pcs[:])
+	if _, ka := src.(keepAliveSource); ka {
+		l.linkKeepAlive(t)
+	}
 	err := t.block(waitPark)
+	if x.kaLinked {
+		// The wait ended before it began (block returned at once): t is
+		// still on l, which unlinks it here. Otherwise ready did, on the
+		// loop that owns the list, before t could be handed elsewhere.
+		l.unlinkKeepAlive(t)
+	}
 	x.park, x.parkW = nil, nil
 	return err
+}
+
+// linkKeepAlive adds t, about to park on a keepAliveSource, to l's list of
+// such tasks, so that the idle check looks at them only, not at every task
+// of the Run. The list is loop-owned: l links, l reads it as it goes idle,
+// and l unlinks the task as it readies it (ready), before the task can be
+// handed to another loop.
+func (l *loop) linkKeepAlive(t *Task) {
+	x := t.x
+	x.kaLinked = true
+	x.kaPrev, x.kaNext = nil, l.kaParked
+	if l.kaParked != nil {
+		l.kaParked.x.kaPrev = t
+	}
+	l.kaParked = t
+}
+
+// unlinkKeepAlive takes t off l's list again, as its park ends.
+func (l *loop) unlinkKeepAlive(t *Task) {
+	x := t.x
+	x.kaLinked = false
+	if x.kaPrev != nil {
+		x.kaPrev.x.kaNext = x.kaNext
+	} else {
+		l.kaParked = x.kaNext
+	}
+	if x.kaNext != nil {
+		x.kaNext.x.kaPrev = x.kaPrev
+	}
+	x.kaPrev, x.kaNext = nil, nil
 }
 
 // wake makes the task behind w runnable, if it is still in the wait w was
@@ -128,19 +167,17 @@ func (w *parkWaiter) postRecheck() {
 }
 
 // parkedKeepAliveLocked reports whether some task of the loop is parked on
-// a source that can still be satisfied from outside the loops (run lock
-// held, or one loop).
+// a source that can still be satisfied from outside the loops. Only l
+// calls it (with several loops, holding the run lock, as it goes idle).
 func (l *loop) parkedKeepAliveLocked() bool {
-	alive := false
-	l.rs.walkTasks(func(t *Task) {
-		if alive || t.loop != l || t.state != stateWaiting || t.waitKind != waitPark {
-			return
+	for t := l.kaParked; t != nil; t = t.x.kaNext {
+		if t.state == stateWaiting && t.waitKind == waitPark {
+			if k, ok := t.x.park.(keepAliveSource); ok && k.keepsAlive() {
+				return true
+			}
 		}
-		if k, ok := t.x.park.(keepAliveSource); ok && k.keepsAlive() {
-			alive = true
-		}
-	})
-	return alive
+	}
+	return false
 }
 
 // currentTask returns the task whose code is running on the calling

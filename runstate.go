@@ -48,11 +48,16 @@ type runState struct {
 	aborting atomic.Bool                   // a Goexit passed through a loop: every loop unwinds
 
 	// Idleness (multi only; run lock).
-	idle    int  // loops with nothing to run, asleep or about to be
-	done    bool // every loop must stop: nothing is left anywhere
-	hungry  atomic.Int32
-	nextFD  atomic.Uint32 // round-robin home for accepted connections (homeFor)
-	stopped sync.WaitGroup
+	idle   int  // loops with nothing to run, asleep or about to be
+	done   bool // every loop must stop: nothing is left anywhere
+	hungry atomic.Int32
+	nextFD atomic.Uint32 // round-robin home for accepted connections (homeFor)
+	// wakeEpoch counts loops leaving idleness; graceNext and graceLoop
+	// are allIdle's hand-off of a virtual-time grace (blockVirtualIOMulti).
+	wakeEpoch uint64
+	graceNext int64
+	graceLoop *loop
+	stopped   sync.WaitGroup
 }
 
 // newID returns the next task id of the Run: 1 for main, then 2, 3...
@@ -95,7 +100,8 @@ func loopCount(o *options) int {
 }
 
 // WithLoops runs the Run on n loops, each on a goroutine (and so a core)
-// of its own, stealing runnable tasks from each other (see Local). The
+// of its own; a busy loop hands runnable tasks over to an idle one (see
+// Local for tasks that must stay). The
 // default is 1, or the WEFT_LOOPS environment variable: one loop is
 // today's behaviour, with one deterministic schedule; n = 0 means
 // GOMAXPROCS. n < 0 panics with "weft:".
@@ -108,7 +114,7 @@ func loopCount(o *options) int {
 // loops may run in parallel, so state they share needs weft's or Go's
 // synchronisation, and the schedule is no longer one fixed order.
 // Accepted connections are spread over the loops (each served where its
-// descriptor is registered); CPU-bound tasks spread by stealing.
+// descriptor is registered); CPU-bound tasks spread by hand-over.
 // WithVirtualTime: the loops share one clock, which advances only when
 // every loop is idle.
 func WithLoops(n int) Option {
@@ -130,7 +136,7 @@ func (t *Task) Loop() int {
 }
 
 // Local starts f as a task that never leaves the loop it starts on, like
-// Go otherwise (the child runs first; see Go): no other loop steals it,
+// Go otherwise (the child runs first; see Go): it is never handed to another loop,
 // and it runs on the same loop as the task that calls Local. Use it for
 // tasks that share state with their siblings on the loop without locks,
 // or that must stay with a resource of the loop. A Local task that would

@@ -38,7 +38,10 @@ package weft
 //     taskBudget of them without suspending, as Tokio does, so one busy
 //     connection cannot starve the rest.
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 const (
 	// DefaultSwitchInterval is how long a task may hold the loop, at
@@ -59,6 +62,10 @@ const (
 	// one answers within microseconds.
 	pollPeriodMin = 2 * time.Microsecond
 	pollPeriodMax = 50 * time.Microsecond
+
+	// goschedEvery is how often a CPU-bound task's slow Checkpoints let the
+	// loop's goroutine give its processor to other goroutines.
+	goschedEvery = 20 * time.Microsecond
 
 	// maxCheckpointStride bounds the fast Checkpoint calls between two slow
 	// ones, so that a task calling it in a tight loop still polls.
@@ -165,7 +172,7 @@ func (t *Task) checkpoint() error {
 	}
 	l.checkBatchDue(now)
 	if l.rs.multi && l.rs.hungry.Load() > 0 {
-		l.shed() // another loop sleeps with nothing to run: share the queue
+		l.shed(1) // another loop sleeps with nothing to run: share the queue
 	}
 	if l.wakes != wakes {
 		l.pollPeriod = int64(pollPeriodMin)
@@ -190,6 +197,15 @@ func (t *Task) checkpoint() error {
 		x.cpu = 0
 		l.readyBatch(t)
 	default:
+		if now-l.lastGosched >= int64(goschedEvery) {
+			// The loop's goroutine shares its processor with the program's
+			// other goroutines (off-loop work, plain Go code, other loops
+			// beyond GOMAXPROCS): give them a turn, as a goroutine that
+			// blocks would, instead of holding the P until Go preempts it
+			// (10 ms).
+			l.lastGosched = now
+			runtime.Gosched()
+		}
 		return nil
 	}
 	l.suspend(t)

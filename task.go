@@ -66,7 +66,11 @@ type taskExtra struct {
 	atExit      []func()       // run on the loop after the task finished (see atExit)
 	park        parkSource     // the source of a parked wait (park.go)
 	parkW       *parkWaiter    // ... and the registration with it
-	finish      *finishHook    // callbacks to run when the task finishes (finish.go)
+	// kaPrev, kaNext link the task into its loop's list of tasks parked on
+	// a keepAliveSource (loop.kaParked), while it is.
+	kaPrev, kaNext *Task
+	kaLinked       bool
+	finish         *finishHook // callbacks to run when the task finishes (finish.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own

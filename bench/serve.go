@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -25,7 +26,7 @@ const serveMode = "serve"
 const listeningPrefix = "listening "
 
 // serverKinds lists the servers in the order they are run and shown.
-var serverKinds = []string{"weft", "net", "gnet", "gnet-multicore"}
+var serverKinds = []string{"weft", "weft-2loops", "weft-2loops-cpu4", "net", "gnet", "gnet-multicore"}
 
 // childMain runs the server named by args (KIND ADDR) and returns the
 // process's exit code.
@@ -54,7 +55,11 @@ func childMain(args []string) int {
 	var err error
 	switch kind {
 	case "weft":
-		err = serveWeft(ctx, addr)
+		err = serveWeft(ctx, addr, 1, 0)
+	case "weft-2loops":
+		err = serveWeft(ctx, addr, 2, 0)
+	case "weft-2loops-cpu4":
+		err = serveWeft(ctx, addr, 2, 4)
 	case "net":
 		err = serveNet(ctx, addr)
 	case "gnet":
@@ -76,21 +81,43 @@ func announce(addr net.Addr) {
 	fmt.Printf("%s%s\n", listeningPrefix, addr)
 }
 
-// serveWeft runs weft's echo server (internal/echo) on one weft loop until
-// ctx ends. The listener is closed from outside the loop by
+// serveWeft runs weft's echo server (internal/echo) on n weft loops until
+// ctx ends (accepted connections are spread over the loops round-robin),
+// beside cpu CPU-bound tasks (a Checkpoint every 1000 iterations) that run
+// as long as it does. The listener is closed from outside the loop by
 // context.AfterFunc; no task ever waits on a channel.
-func serveWeft(ctx context.Context, addr string) error {
+func serveWeft(ctx context.Context, addr string, n, cpu int) error {
 	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
 		ln, err := weft.Listen(t, "tcp", addr)
 		if err != nil {
 			return struct{}{}, err
 		}
+		var stop atomic.Bool
+		defer stop.Store(true)
+		for range cpu {
+			weft.Go(t, func(t *weft.Task) (int, error) { return spin(t, &stop) })
+		}
 		announce(ln.Addr())
 		stopClose := context.AfterFunc(ctx, func() { ln.Close() })
 		defer stopClose()
 		return struct{}{}, echo.Serve(t, ln)
-	})
+	}, weft.WithLoops(n))
 	return err
+}
+
+// spin is a CPU-bound task: it computes, with a Checkpoint every 1000
+// iterations, until stop is set.
+func spin(t *weft.Task, stop *atomic.Bool) (int, error) {
+	n := 0
+	for !stop.Load() {
+		for i := range 1000 {
+			n ^= i
+		}
+		if err := t.Checkpoint(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // serveNet runs a goroutine-per-connection echo server on the net package

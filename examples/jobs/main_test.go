@@ -13,7 +13,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The tests count the jobs running at once in plain variables shared by
+// the jobs' tasks: they run on one loop, whatever WEFT_LOOPS says.
+func TestMain(m *testing.M) {
+	os.Setenv("WEFT_LOOPS", "1")
+	goleak.VerifyTestMain(m)
+}
 
 var vt = weft.WithVirtualTime(time.Unix(0, 0))
 

@@ -26,7 +26,7 @@ import (
 )
 
 // httpKinds are the HTTP servers, in the order they are run and shown.
-var httpKinds = []string{"weft-http", "net-http", "fasthttp"}
+var httpKinds = []string{"weft-http", "weft-http-2loops", "net-http", "fasthttp"}
 
 // memPrefix starts the child's answer to "mem".
 const memPrefix = "mem "
@@ -80,7 +80,9 @@ func httpChildMain(kind, addr string) error {
 	}()
 	switch kind {
 	case "weft-http":
-		return serveWeftHTTP(ctx, addr)
+		return serveWeftHTTP(ctx, addr, 1)
+	case "weft-http-2loops":
+		return serveWeftHTTP(ctx, addr, 2)
 	case "net-http":
 		return serveNetHTTP(ctx, addr)
 	case "fasthttp":
@@ -110,8 +112,8 @@ func writeBody(w http.ResponseWriter, path string) {
 	}
 }
 
-// serveWeftHTTP is whttp on one loop.
-func serveWeftHTTP(ctx context.Context, addr string) error {
+// serveWeftHTTP is whttp on the given number of loops.
+func serveWeftHTTP(ctx context.Context, addr string, loops int) error {
 	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
 		ln, err := weft.Listen(t, "tcp", addr)
 		if err != nil {
@@ -122,7 +124,7 @@ func serveWeftHTTP(ctx context.Context, addr string) error {
 			writeBody(w, r.URL.Path)
 		})}
 		return struct{}{}, srv.Serve(t, ln)
-	}, weft.WithContext(ctx))
+	}, weft.WithContext(ctx), weft.WithLoops(loops))
 	return err
 }
 

@@ -202,6 +202,9 @@ func (l *loop) drainInbox() {
 // task that was waiting has been woken by an event: that is counted, so that
 // a CPU-bound task's next Checkpoint gives way to it.
 func (l *loop) ready(t *Task) {
+	if s := l.rs.sim; s != nil {
+		s.noteReady(t)
+	}
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)

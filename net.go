@@ -80,6 +80,10 @@ func (l *loop) fdIO() bool { return haveFDIO && l.caps.Edge }
 // viaBackend makes an I/O object's implementation with the backend of t's
 // loop: raw fds on the poller, or the net and os packages.
 func viaBackend[I any](t *Task, network, address string, fd, portable func(*Task, string, string) (I, error)) (I, error) {
+	if err := t.rs.checkIO(network + " " + address); err != nil {
+		var zero I
+		return zero, err
+	}
 	if t.loop.fdIO() {
 		return fd(t, network, address)
 	}

@@ -188,6 +188,10 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, err
 	}
+	if err := t.rs.checkIO("Offload"); err != nil {
+		var zero T
+		return zero, err
+	}
 	l := t.loop
 	if l.aborted {
 		var zero T

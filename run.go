@@ -25,7 +25,8 @@ type options struct {
 	loggerSet bool
 	loops     int // WithLoops
 	loopsSet  bool
-	err       error // a bad option; Run returns it
+	sim       *simOptions // WithSeed and the options of a seeded Run (seed.go)
+	err       error       // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are
@@ -138,6 +139,9 @@ func newRunState(o options) (*runState, error) {
 		rs.ctx = context.Background()
 	}
 	rs.clock = o.clock
+	if o.seeded() {
+		rs.clock = simClock(&o)
+	}
 	if rs.clock == nil {
 		rs.clock = clock.NewReal()
 	}
@@ -155,6 +159,10 @@ func newRunState(o options) (*runState, error) {
 			return nil, err
 		}
 		rs.loops = append(rs.loops, l)
+	}
+	if rs.sim = newSimState(&o); rs.sim != nil {
+		rs.sim.clock, rs.sim.start = rs.clock, rs.clock.Nanotime()
+		rs.loops[0].timers.rnd = &rs.sim.rng
 	}
 	rs.root.loop = rs.loops[0]
 	rs.root.rs = rs
@@ -189,6 +197,9 @@ func (rs *runState) startLoops() {
 // close ends the Run once every loop has stopped: no more posts, the
 // layers' state closed, coroutines and pollers released.
 func (rs *runState) close() {
+	if rs.sim != nil {
+		rs.sim.finish()
+	}
 	for _, l := range rs.loops {
 		l.closeInbox()
 	}

@@ -24,6 +24,7 @@ type runState struct {
 	loops []*loop // immutable; loops[0] runs on Run's goroutine
 	multi bool    // immutable: len(loops) > 1
 	clock clock.Clock
+	sim   *simState // a seeded Run's scheduler (seed.go); nil: FIFO
 
 	mu sync.Mutex // the run lock (multi only)
 
@@ -81,6 +82,9 @@ func (rs *runState) unlock() {
 // option, the WEFT_LOOPS environment variable, else 1.
 func loopCount(o *options) int {
 	n := 1
+	if o.seeded() {
+		return 1 // a seeded Run steps on one goroutine (seed.go)
+	}
 	if o.loopsSet {
 		n = o.loops
 	} else if s := os.Getenv("WEFT_LOOPS"); s != "" {

@@ -35,6 +35,7 @@ type Task struct {
 	waitKind  waitKind
 	nested    bool                     // resumed by a driving task: must switch back to it
 	local     bool                     // started by Local: never leaves its loop
+	simWhy    uint8                    // a seeded Run: why the task was last made runnable (seed.go)
 	cancelled atomic.Bool              // some cancellation applies: see Task.cause
 	waitGen   uint32                   // bumped per wait; wakes naming an older one are dropped
 	waitTok   atomic.Uint32            // waitGen while waiting, 0 otherwise: stale wakes posted to a loop that no longer owns the task check it, and nothing else (balance.go)

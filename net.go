@@ -105,7 +105,13 @@ func sameLoop(t *Task, l *loop, what string) {
 func Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("Listen")
 	l := t.loop
-	impl, err := viaBackend(t, network, address, listenFD, listenPortable)
+	var impl listenerImpl
+	var err error
+	if n := t.network(); n != nil {
+		impl, err = listenOn(t, n, network, address)
+	} else {
+		impl, err = viaBackend(t, network, address, listenFD, listenPortable)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +178,13 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
 	l := t.loop
-	impl, err := viaBackend(t, network, address, dialFD, dialPortable)
+	var impl connImpl
+	var err error
+	if n := t.network(); n != nil {
+		impl, err = dialOn(t, n, network, address)
+	} else {
+		impl, err = viaBackend(t, network, address, dialFD, dialPortable)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +321,13 @@ func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
 	l := t.loop
-	impl, err := viaBackend(t, network, address, listenPacketFD, listenPacketPortable)
+	var impl packetImpl
+	var err error
+	if n := t.network(); n != nil {
+		impl, err = listenPacketOn(t, n, network, address)
+	} else {
+		impl, err = viaBackend(t, network, address, listenPacketFD, listenPacketPortable)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ type options struct {
 	loggerSet bool
 	loops     int // WithLoops
 	loopsSet  bool
+	network   Network     // WithNetwork (network.go)
 	sim       *simOptions // WithSeed and the options of a seeded Run (seed.go)
 	err       error       // a bad option; Run returns it
 }
@@ -139,6 +140,7 @@ func newRunState(o options) (*runState, error) {
 		rs.ctx = context.Background()
 	}
 	rs.clock = o.clock
+	rs.network = o.network
 	if o.seeded() {
 		rs.clock = simClock(&o)
 	}

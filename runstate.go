@@ -24,7 +24,10 @@ type runState struct {
 	loops []*loop // immutable; loops[0] runs on Run's goroutine
 	multi bool    // immutable: len(loops) > 1
 	clock clock.Clock
-	sim   *simState // a seeded Run's scheduler (seed.go); nil: FIFO
+
+	// Simulation (seed.go, network.go).
+	network Network   // immutable: WithNetwork's, nil for the host's
+	sim     *simState // a seeded Run's scheduler; nil: FIFO
 
 	mu sync.Mutex // the run lock (multi only)
 

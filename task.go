@@ -68,6 +68,7 @@ type taskExtra struct {
 	park        parkSource     // the source of a parked wait (park.go)
 	parkW       *parkWaiter    // ... and the registration with it
 	finish      *finishHook    // callbacks to run when the task finishes (finish.go)
+	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own
@@ -195,6 +196,7 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.root.link(parent)
 	t.inherit(parent)
 	l.rs.unlock()
+	t.inheritNetwork(parent)
 	l.live++
 	return c
 }

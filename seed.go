@@ -211,7 +211,7 @@ func (d Decision) String() string {
 	case DecideRand:
 		return fmt.Sprintf("step %d at %v: task %d (%s) drew %d", d.Step, d.At, d.Task, name, d.Chosen)
 	}
-	return fmt.Sprintf("step %d at %v: run task %d (%s), %s, 1 of %d runnable", d.Step, d.At, d.Task, name, d.Reason, d.Options)
+	return fmt.Sprintf("step %d at %v: run task %d (%s), %s, among %d runnable", d.Step, d.At, d.Task, name, d.Reason, d.Options)
 }
 
 // lastKept is how many decisions a RunInfo keeps without KeepLog.

@@ -22,8 +22,8 @@ package weft
 //     chose its start, and real I/O and Offload fail with ErrRealIO unless
 //     AllowRealIO.
 //
-// Every choice is a Decision. Decisions are hashed as they are made (FNV-1a
-// over their fields, not their function names or addresses), so that two
+// Every choice is a Decision. Decisions are hashed as they are made (an FNV-style
+// multiply and shift over their fields packed in three words, not their function names or addresses), so that two
 // runs of one program under one seed can be compared by one number, and
 // the last ones are kept in a ring for failure reports (RunInfo).
 //
@@ -214,6 +214,12 @@ func (d Decision) String() string {
 	return fmt.Sprintf("step %d at %v: run task %d (%s), %s, among %d runnable", d.Step, d.At, d.Task, name, d.Reason, d.Options)
 }
 
+// ringEntry is a decision as the ring keeps it.
+type ringEntry struct {
+	d Decision
+	t *Task
+}
+
 // lastKept is how many decisions a RunInfo keeps without KeepLog.
 const lastKept = 32
 
@@ -226,15 +232,16 @@ type simState struct {
 	clock clock.Clock
 	step  int
 	hash  uint64
-	ring  [lastKept]Decision
+	ring  [lastKept]ringEntry
 	log   []Decision
 
 	// PCT.
-	prio    map[*Task]uint64 // a task's priority; higher runs first
-	changes []int            // the steps at which the running task drops, ascending
-	low     uint64           // the next low priority given at a change point
-	last    *Task            // the task picked last
-	streak  int              // picks of last in a row while others were runnable
+	prio      map[*Task]uint64 // a task's priority; higher runs first
+	changes   []int            // the steps at which the running task drops, ascending
+	low       uint64           // the next low priority given at a change point
+	prioSweep int              // sweep prio of finished tasks when it grows past this
+	last      *Task            // the task picked last
+	streak    int              // picks of last in a row while others were runnable
 }
 
 // newSimState makes the state of a seeded Run, or returns nil.
@@ -246,6 +253,7 @@ func newSimState(o *options) *simState {
 	s.rng.seed(o.sim.seed)
 	if s.opts.pctDepth > 0 {
 		s.prio = map[*Task]uint64{}
+		s.prioSweep = 1024
 		for range s.opts.pctDepth - 1 {
 			s.changes = append(s.changes, 1+s.rng.intn(s.opts.pctSteps))
 		}
@@ -330,10 +338,21 @@ func (s *simState) pick(l *loop) (*Task, bool) {
 	}
 	s.record(DecideRun, t, Reason(t.simWhy), n, i)
 	t.simWhy = uint8(ReasonGaveWay) // unless ready says otherwise next time
-	if s.prio != nil && t.state == stateDone {
-		delete(s.prio, t)
+	if s.prio != nil && len(s.prio) > s.prioSweep {
+		s.sweepPrio()
 	}
 	return t, true
+}
+
+// sweepPrio forgets the priorities of finished tasks. (The order in which
+// a map is walked does not matter here: nothing but deletion happens.)
+func (s *simState) sweepPrio() {
+	for t := range s.prio {
+		if t.state == stateDone {
+			delete(s.prio, t)
+		}
+	}
+	s.prioSweep = max(1024, 2*len(s.prio))
 }
 
 // pctStarve is how many times in a row PCT lets one task run while others
@@ -387,27 +406,34 @@ func (s *simState) choose(t *Task, kind DecisionKind, n int) int {
 // record logs and hashes one decision.
 func (s *simState) record(kind DecisionKind, t *Task, why Reason, n, chosen int) {
 	s.step++
-	d := Decision{Step: s.step, Kind: kind, Reason: why, Options: n, Chosen: chosen,
-		At: time.Duration(s.clock.Nanotime() - s.start)}
+	at := time.Duration(s.clock.Nanotime() - s.start)
+	var id uint32
 	if t != nil {
-		d.Task = t.id
+		id = t.id
 	}
 	h := s.hash
-	for _, v := range [...]uint64{uint64(kind), uint64(d.Task), uint64(why), uint64(n), uint64(chosen), uint64(d.At)} {
-		for range 8 {
-			h ^= v & 0xff
-			h *= fnvPrime
-			v >>= 8
-		}
+	for _, w := range [...]uint64{uint64(kind) | uint64(why)<<8 | uint64(id)<<32, uint64(n)<<32 | uint64(uint32(chosen)), uint64(at)} {
+		h = (h ^ w) * fnvPrime
+		h ^= h >> 29
 	}
 	s.hash = h
-	if t != nil && t.job != nil {
-		d.pc = t.job.funcPC()
-	}
-	s.ring[s.step%lastKept] = d
+	// The ring keeps the task, not its function's name: that is looked up
+	// only for a report (decision).
+	r := &s.ring[s.step%lastKept]
+	r.d = Decision{Step: s.step, Kind: kind, Task: id, Reason: why, Options: n, Chosen: chosen, At: at}
+	r.t = t
 	if s.log != nil {
-		s.log = append(s.log, d)
+		s.log = append(s.log, r.decision())
 	}
+}
+
+// decision returns the logged decision, its function named.
+func (r *ringEntry) decision() Decision {
+	d := r.d
+	if r.t != nil && r.t.job != nil {
+		d.pc = r.t.job.funcPC()
+	}
+	return d
 }
 
 // finish fills the RunInfo, if one was asked for.
@@ -419,7 +445,7 @@ func (s *simState) finish() {
 	info.Seeded, info.Seed, info.Steps, info.Hash = true, s.opts.seed, s.step, s.hash
 	info.Last = info.Last[:0]
 	for i := max(1, s.step-lastKept+1); i <= s.step; i++ {
-		info.Last = append(info.Last, s.ring[i%lastKept])
+		info.Last = append(info.Last, s.ring[i%lastKept].decision())
 	}
 	info.Log = s.log
 }

@@ -153,7 +153,7 @@ type DecisionKind uint8
 
 const (
 	DecideRun    DecisionKind = iota // which runnable task runs next
-	DecideSelect                     // which of several ready Select cases fires
+	DecideSelect                     // which Select case is tried first (of those left)
 	DecideRand                       // a draw of Task.Rand
 )
 
@@ -207,7 +207,7 @@ func (d Decision) String() string {
 	}
 	switch d.Kind {
 	case DecideSelect:
-		return fmt.Sprintf("step %d at %v: task %d (%s) Select took case %d of %d ready", d.Step, d.At, d.Task, name, d.Chosen, d.Options)
+		return fmt.Sprintf("step %d at %v: task %d (%s) Select tries case %d of %d first", d.Step, d.At, d.Task, name, d.Chosen, d.Options)
 	case DecideRand:
 		return fmt.Sprintf("step %d at %v: task %d (%s) drew %d", d.Step, d.At, d.Task, name, d.Chosen)
 	}

@@ -28,6 +28,11 @@ type Config struct {
 	Faults     bool          // a nemesis partitions nodes apart, and links lose 10% of datagrams
 	DoubleVote bool          // the planted bug: a node grants a vote to every candidate of its current term
 	Stats      *Stats        // if not nil, filled as the cluster runs
+
+	// Inject, if not nil, is given the nemesis's faults instead of
+	// injecting them itself: a weftest.Plan's Add, so that a failure's
+	// faults can be shrunk. at counts from the call.
+	Inject func(t *weft.Task, at time.Duration, name string, do func())
 }
 
 // Stats say what happened in a run.
@@ -97,19 +102,33 @@ func Cluster(t *weft.Task, n *simnet.Net, cfg Config) error {
 			})
 		}
 		end := t.Now().Add(cfg.Duration)
-		for cfg.Faults && t.Now().Before(end) {
-			// The nemesis: cut one node off for a while, then heal.
-			if err := t.Sleep(time.Duration(100+t.Rand()%300) * time.Millisecond); err != nil {
-				return err
+		inject := cfg.Inject
+		if inject == nil {
+			inject = func(t *weft.Task, at time.Duration, name string, do func()) {
+				weft.Go(t, func(t *weft.Task) (int, error) {
+					if err := t.Sleep(at); err != nil {
+						return 0, err
+					}
+					do()
+					return 0, nil
+				})
+			}
+		}
+		// The nemesis: now and then cut one node off for a while, then heal.
+		for at := time.Duration(0); cfg.Faults; {
+			at += time.Duration(100+t.Rand()%300) * time.Millisecond
+			heal := at + time.Duration(100+t.Rand()%400)*time.Millisecond
+			if heal >= cfg.Duration {
+				break
 			}
 			victim := names[t.Rand()%uint64(len(names))]
-			for _, other := range names {
-				n.Partition(victim, other)
-			}
-			if err := t.Sleep(time.Duration(100+t.Rand()%400) * time.Millisecond); err != nil {
-				return err
-			}
-			n.HealAll()
+			inject(t, at, fmt.Sprintf("isolate %s at %v", victim, at), func() {
+				for _, other := range names {
+					n.Partition(victim, other)
+				}
+			})
+			inject(t, heal, fmt.Sprintf("heal all at %v", heal), n.HealAll)
+			at = heal
 		}
 		return t.Sleep(end.Sub(t.Now()))
 	})

@@ -102,6 +102,11 @@ func sameLoop(t *Task, l *loop, what string) {
 // "/tmp/sock"). A host name is resolved off the loop. It is a cancellation
 // point while it resolves. Errors are *net.OpError values, as from
 // net.Listen; an unknown network is a net.UnknownNetworkError inside one.
+//
+// A task with a Network (WithNetwork, GoWithNetwork) listens on it
+// instead, with its address forms and errors. In a seeded Run (WithSeed)
+// without one, Listen, Dial and ListenPacket return an error wrapping
+// ErrRealIO unless AllowRealIO.
 func Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("Listen")
 	l := t.loop
@@ -170,6 +175,9 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 // for it to complete. A host name is resolved off the loop with
 // net.DefaultResolver (through Offload); IP literals need no resolution.
 // If a name has several addresses they are tried in turn.
+//
+// A task with a Network dials through it; in a seeded Run without one,
+// Dial returns an error wrapping ErrRealIO (see Listen).
 //
 // Dial is a cancellation point: if the task is cancelled it returns the
 // cause (matching context.Canceled) and no connection is left open. Errors
@@ -317,7 +325,8 @@ func (c *Conn) LocalAddr() net.Addr { return c.impl.localAddr() }
 func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 
 // ListenPacket opens a datagram socket on a local address: network is
-// "udp", "udp4", "udp6" or "unixgram". Errors are as for Listen.
+// "udp", "udp4", "udp6" or "unixgram". Errors are as for Listen, and so
+// is the use of the task's Network and ErrRealIO under a seed.
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
 	l := t.loop

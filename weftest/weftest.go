@@ -32,6 +32,7 @@
 package weftest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ type Outcome struct {
 	Seed     uint64
 	Strategy Strategy // Uniform or PCT: the one this seed ran under
 	Err      error    // f's error, or Run's (a deadlock, a panic), nil if it passed
-	Step     int      // the step at which f returned (the Run's last if the error came later)
+	Step     int      // the step of the first Mark, else the one at which f returned (the Run's last if the error came later)
 	Info     weft.RunInfo
 }
 
@@ -212,7 +213,9 @@ func (o Options) Run(seed uint64, f func(tk *weft.Task) error, keepLog bool) Out
 	if out.Strategy == PCT {
 		opts = append(opts, weft.WithPCT(2+int(seed>>1)%2, o.pctSteps(f)))
 	}
+	mark := &marker{step: -1}
 	opts = append(opts, o.RunOptions...)
+	opts = append(opts, weft.WithContext(context.WithValue(context.Background(), markKey{}, mark)))
 	step := -1
 	_, err := weft.Run(func(tk *weft.Task) (struct{}, error) {
 		err := f(tk)
@@ -223,10 +226,34 @@ func (o Options) Run(seed uint64, f func(tk *weft.Task) error, keepLog bool) Out
 	}, opts...)
 	out.Err = err
 	out.Step = step
-	if step < 0 {
+	if mark.step >= 0 && err != nil {
+		out.Step = mark.step
+	}
+	if out.Step < 0 {
 		out.Step = out.Info.Steps
 	}
 	return out
+}
+
+type markKey struct{}
+
+// marker holds the step of the first Mark of a run.
+type marker struct{ step int }
+
+// Mark records that something broke now, in the task tk, and returns
+// err: a report then shows the decisions that led to this step rather
+// than to the end of the run (where the failure reached f, after the
+// tasks unwound). Call it where an invariant is checked, in any task:
+// return weftest.Mark(tk, err). A nil err records nothing. Outside
+// Explore and Replay it only returns err. It does not suspend.
+func Mark(tk *weft.Task, err error) error {
+	if err == nil {
+		return nil
+	}
+	if m, ok := tk.Context().Value(markKey{}).(*marker); ok && m.step < 0 {
+		m.step = tk.SimStep()
+	}
+	return err
 }
 
 func (o Options) strategyOf(seed uint64) Strategy {

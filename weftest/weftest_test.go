@@ -191,3 +191,25 @@ func TestExploreFaultsShrinksToTheFaultThatMatters(t *testing.T) {
 		t.Fatalf("the seed failed without fault 3:\n%s", b)
 	}
 }
+
+func TestMarkMakesTheReportStopWhereTheInvariantBroke(t *testing.T) {
+	f := func(tk *weft.Task) error {
+		p := weft.Go(tk, func(t *weft.Task) (int, error) {
+			return 0, weftest.Mark(t, errors.New("broken"))
+		})
+		for range 20 { // steps after the mark
+			if err := tk.Yield(); err != nil {
+				return err
+			}
+		}
+		_, err := p.Await(tk)
+		return err
+	}
+	out := weftest.Options{}.Run(0, f, true)
+	if out.Err == nil || out.Step < 1 || out.Step+20 > out.Info.Steps {
+		t.Fatalf("failure %v marked at step %d of %d: want the step of the Mark, 20 before the end", out.Err, out.Step, out.Info.Steps)
+	}
+	if weftest.Mark(nil, nil) != nil {
+		t.Fatal("Mark of a nil error returned one")
+	}
+}

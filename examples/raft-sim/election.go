@@ -33,6 +33,10 @@ type Config struct {
 	// injecting them itself: a weftest.Plan's Add, so that a failure's
 	// faults can be shrunk. at counts from the call.
 	Inject func(t *weft.Task, at time.Duration, name string, do func())
+
+	// Broke, if not nil, is called with a broken invariant where it is
+	// found (weftest.Mark, for the report) and returns the error.
+	Broke func(t *weft.Task, err error) error
 }
 
 // Stats say what happened in a run.
@@ -254,6 +258,9 @@ func (nd *node) handle(t *weft.Task, pc *weft.PacketConn, msg string) (bool, err
 		if 2*len(nd.votes) > len(nd.peers) {
 			nd.leader = true
 			if err := nd.won.elected(nd.term, nd.name, nd.cfg.Stats); err != nil {
+				if nd.cfg.Broke != nil {
+					err = nd.cfg.Broke(t, err)
+				}
 				return false, err
 			}
 			nd.broadcast(t, pc, fmt.Sprintf("beat %d %s", nd.term, nd.name))

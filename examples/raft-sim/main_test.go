@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func cluster(bug bool, st *Stats) func(t *weft.Task) error {
 	return func(t *weft.Task) error {
 		// One Net per run, seeded from the Run's seed through Task.Rand.
-		return Cluster(t, simnet.New(1), Config{Faults: true, DoubleVote: bug, Stats: st})
+		return Cluster(t, simnet.New(1), Config{Faults: true, DoubleVote: bug, Stats: st, Broke: weftest.Mark})
 	}
 }
 
@@ -84,7 +84,7 @@ func TestHelperDoubleVoteFaults(t *testing.T) {
 		t.Skip("run by TestTheFailingExploreShrinksItsFaults")
 	}
 	weftest.Options{}.ExploreFaults(t, 100, func(tk *weft.Task, p *weftest.Plan) error {
-		return Cluster(tk, simnet.New(1), Config{Faults: true, DoubleVote: true, Inject: p.Add})
+		return Cluster(tk, simnet.New(1), Config{Faults: true, DoubleVote: true, Inject: p.Add, Broke: weftest.Mark})
 	})
 }
 

@@ -164,6 +164,7 @@ func newRunState(o options) (*runState, error) {
 	}
 	if rs.sim = newSimState(&o); rs.sim != nil {
 		rs.sim.clock, rs.sim.start = rs.clock, rs.clock.Nanotime()
+		rs.loops[0].sim = rs.sim
 		rs.loops[0].timers.rnd = &rs.sim.rng
 	}
 	rs.root.loop = rs.loops[0]

@@ -93,7 +93,9 @@ func simOpts(o *options) *simOptions {
 //     gives the start;
 //   - refuses real I/O and Offload with ErrRealIO unless AllowRealIO.
 //
-// Without WithSeed nothing changes: one loop's lanes stay FIFO.
+// Without WithSeed nothing changes: one loop's lanes stay FIFO. (The
+// WEFT_SEED environment variable is read by package weftest, whose
+// Explore then replays that seed; Run itself does not read it.)
 func WithSeed(seed uint64) Option {
 	return func(o *options) {
 		s := simOpts(o)

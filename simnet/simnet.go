@@ -28,7 +28,8 @@
 // stays queued and is delivered when the link heals, unless the stream has
 // been stalled for ResetAfter (default DefaultResetAfter, 30 s, measured
 // from when one of its ends first found it stalled), after which both ends
-// fail with ECONNRESET. Close of one end makes the other read io.EOF once
+// fail with ECONNRESET. A stream with nothing in flight is not reset by a
+// partition, as TCP without keep-alives is not. Close of one end makes the other read io.EOF once
 // the data before it is delivered, and its writes fail with EPIPE.
 //
 // Datagrams ("udp", "udp4", "udp6") are dropped with probability Loss,

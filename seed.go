@@ -486,6 +486,13 @@ func (t *Task) SimStep() int {
 	return 0
 }
 
+// VirtualTime reports whether the task's Run is on virtual time
+// (WithVirtualTime, or WithSeed). It does not suspend.
+func (t *Task) VirtualTime() bool {
+	t.check("VirtualTime")
+	return t.rs.clock.Virtual()
+}
+
 // Seeded reports whether the task's Run is seeded (WithSeed).
 func (t *Task) Seeded() bool {
 	t.check("Seeded")

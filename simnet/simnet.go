@@ -47,11 +47,12 @@
 // run. Without a seed the draws differ from run to run.
 //
 // A Net may be shared by several Runs (a Run per host, say, on the real
-// clock). So in a Run without WithSeed its waits look again every
+// clock). So in a Run on the real clock its waits look again every
 // HeartbeatPeriod: a Run whose tasks wait on another Run's hosts must not
 // be reported as deadlocked. The price: such a Run that waits on simulated
 // I/O nobody will answer waits forever, as it would on a real network.
-// Under WithSeed a Net serves one Run, and its waits are exact.
+// On virtual time (WithVirtualTime, WithSeed) a Net serves one Run, and
+// its waits are exact.
 package simnet
 
 import (
@@ -77,7 +78,7 @@ var DefaultLink = Link{Latency: time.Millisecond}
 // is reset (Net.SetResetAfter).
 const DefaultResetAfter = 30 * time.Second
 
-// HeartbeatPeriod is how often a wait in a Run without WithSeed looks
+// HeartbeatPeriod is how often a wait in a Run on the real clock looks
 // again (see the package doc).
 const HeartbeatPeriod = time.Second
 
@@ -264,7 +265,7 @@ func (n *Net) sendLocked(a, b string, l Link, now time.Time, size int) time.Time
 // 0: no limit). It returns the error that ended the wait early:
 // cancellation, a deadline.
 func (n *Net) wait(t *weft.Task, ch *weft.Chan[struct{}], d time.Duration) error {
-	if !t.Seeded() && (d < 0 || d > HeartbeatPeriod) {
+	if !t.VirtualTime() && (d < 0 || d > HeartbeatPeriod) {
 		d = HeartbeatPeriod
 	}
 	var cases [2]weft.SelectCase

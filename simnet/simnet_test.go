@@ -569,3 +569,20 @@ func TestNetSharedByTwoRunsOnTheRealClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUnansweredReadOnVirtualTimeWithoutASeedIsADeadlockToo(t *testing.T) {
+	n := simnet.New(1)
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		pc, err := weft.ListenPacket(t, "udp", ":1")
+		if err != nil {
+			return 0, err
+		}
+		defer pc.Close()
+		_, _, err = pc.ReadFrom(t, make([]byte, 1))
+		return 0, err
+	}, weft.WithVirtualTime(time.Unix(0, 0)), weft.WithNetwork(n.Host("a")), weft.WithLoops(1))
+	var d *weft.DeadlockError
+	if !errors.As(err, &d) {
+		t.Fatalf("Run = %v, want a DeadlockError", err)
+	}
+}

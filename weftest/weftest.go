@@ -79,7 +79,9 @@ type Options struct {
 	// environment variable set to 1 turns it on too.
 	CheckDeterminism bool
 	// RunOptions are passed to every Run after the seed's own (a
-	// weft.WithNetwork, a weft.WithVirtualTime start, say).
+	// weft.WithNetwork, a weft.WithVirtualTime start, say). A
+	// weft.WithContext among them replaces the context through which
+	// Mark finds its run: Mark then records nothing.
 	RunOptions []weft.Option
 	// Last is how many decisions a failure report shows (default 20).
 	Last int
@@ -214,8 +216,8 @@ func (o Options) Run(seed uint64, f func(tk *weft.Task) error, keepLog bool) Out
 		opts = append(opts, weft.WithPCT(2+int(seed>>1)%2, o.pctSteps(f)))
 	}
 	mark := &marker{step: -1}
-	opts = append(opts, o.RunOptions...)
 	opts = append(opts, weft.WithContext(context.WithValue(context.Background(), markKey{}, mark)))
+	opts = append(opts, o.RunOptions...) // a WithContext of theirs wins (and Mark then records nothing)
 	step := -1
 	_, err := weft.Run(func(tk *weft.Task) (struct{}, error) {
 		err := f(tk)

@@ -16,6 +16,9 @@ import (
 type Option func(*options)
 
 type options struct {
+	sim     *simOptions // WithSeed and the options of a seeded Run (seed.go)
+	network Network     // WithNetwork (network.go)
+
 	ctx       context.Context
 	backend   poller.Kind
 	clock     clock.Clock
@@ -25,9 +28,7 @@ type options struct {
 	loggerSet bool
 	loops     int // WithLoops
 	loopsSet  bool
-	network   Network     // WithNetwork (network.go)
-	sim       *simOptions // WithSeed and the options of a seeded Run (seed.go)
-	err       error       // a bad option; Run returns it
+	err       error // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are

@@ -58,6 +58,7 @@ type taskExtra struct {
 	fdMode      poller.Mode
 	fd          int            // fd waited on (state waiting, waitFD)
 	timer       timer          // the task's sleep
+	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
 	ctx         *taskContext   // created by Context on first use
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
@@ -68,7 +69,6 @@ type taskExtra struct {
 	park        parkSource     // the source of a parked wait (park.go)
 	parkW       *parkWaiter    // ... and the registration with it
 	finish      *finishHook    // callbacks to run when the task finishes (finish.go)
-	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own
@@ -190,13 +190,13 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.spawnPC = pc
 	t.id = l.rs.newID()
 	t.rs = l.rs
+	t.inheritNetwork(parent)
 	c.promise.p.task = t
 	t.root.task = t
 	l.rs.lock()
 	t.root.link(parent)
 	t.inherit(parent)
 	l.rs.unlock()
-	t.inheritNetwork(parent)
 	l.live++
 	return c
 }

@@ -5,7 +5,8 @@ package weft
 // Under WithSeed a Run keeps a simState: one pseudo-random source, seeded
 // by the user, takes every choice the runtime would otherwise make by
 // arrival order or by math/rand. The hooks into the rest of the core are
-// few and local, each a nil check on rs.sim:
+// few and local, each a nil check on rs.sim (or l.sim, its copy on the
+// loop):
 //
 //   - popRunnable (sched.go) asks pick which runnable task runs next,
 //     instead of taking the head of the interactive lane. The two lanes
@@ -18,14 +19,18 @@ package weft
 //     (simnet's delays and drops) draw from the same source.
 //   - loopCount (runstate.go) makes the Run one loop: every step is taken
 //     on Run's goroutine, so goroutine timing cannot reorder anything.
+//     (Several loops are not simulated in lockstep: their tasks are
+//     interleaved on the one loop at suspension points.)
 //   - the real clock is replaced by a virtual one unless WithVirtualTime
 //     chose its start, and real I/O and Offload fail with ErrRealIO unless
 //     AllowRealIO.
 //
-// Every choice is a Decision. Decisions are hashed as they are made (an FNV-style
-// multiply and shift over their fields packed in three words, not their function names or addresses), so that two
-// runs of one program under one seed can be compared by one number, and
-// the last ones are kept in a ring for failure reports (RunInfo).
+// Every choice is a Decision. Decisions are hashed as they are made (an
+// FNV-style multiply and shift over their fields packed in three words;
+// not their function names or addresses, which a rebuild may move), so
+// that two runs of one program under one seed can be compared by one
+// number, and the last ones are kept in a ring for failure reports
+// (RunInfo).
 //
 // Two strategies choose the next task: uniform (each runnable task equally
 // likely, at each step) and PCT (Burckhardt et al., "A randomized scheduler

@@ -23,6 +23,7 @@ var coreFiles = []string{
 	"labels.go", "loop.go", "park.go", "promise.go", "queue.go",
 	"readiness_unix.go", "readynow_*.go", "run.go", "runstate.go", "sched.go", "task.go",
 	"timers.go", "unobserved.go",
+	"network.go", "seed.go", // simulation
 }
 
 func isCoreFile(name string) bool {

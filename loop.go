@@ -61,6 +61,8 @@ type loop struct {
 	rs *runState // the Run this loop is one of (runstate.go)
 	id int       // its index in rs.loops
 
+	sim *simState // rs.sim, at hand for the hot paths (seed.go)
+
 	// The run queue: loop-owned even with several loops (another loop
 	// never touches it; a loop hands tasks over itself: balance.go).
 	runq    queue[*Task] // runnable interactive tasks, FIFO (see sched.go)
@@ -236,6 +238,9 @@ func (l *loop) drainInbox() {
 // task that was waiting has been woken by an event: that is counted, so that
 // a CPU-bound task's next Checkpoint gives way to it.
 func (l *loop) ready(t *Task) {
+	if s := l.sim; s != nil {
+		s.noteReady(t)
+	}
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)

@@ -80,6 +80,10 @@ func (l *loop) fdIO() bool { return haveFDIO && l.caps.Edge }
 // viaBackend makes an I/O object's implementation with the backend of t's
 // loop: raw fds on the poller, or the net and os packages.
 func viaBackend[I any](t *Task, network, address string, fd, portable func(*Task, string, string) (I, error)) (I, error) {
+	if err := t.rs.checkIO(network + " " + address); err != nil {
+		var zero I
+		return zero, err
+	}
 	if t.loop.fdIO() {
 		return fd(t, network, address)
 	}
@@ -98,10 +102,21 @@ func sameLoop(t *Task, l *loop, what string) {
 // "/tmp/sock"). A host name is resolved off the loop. It is a cancellation
 // point while it resolves. Errors are *net.OpError values, as from
 // net.Listen; an unknown network is a net.UnknownNetworkError inside one.
+//
+// A task with a Network (WithNetwork, GoWithNetwork) listens on it
+// instead, with its address forms and errors. In a seeded Run (WithSeed)
+// without one, Listen, Dial and ListenPacket return an error wrapping
+// ErrRealIO unless AllowRealIO.
 func Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("Listen")
 	l := t.loop
-	impl, err := viaBackend(t, network, address, listenFD, listenPortable)
+	var impl listenerImpl
+	var err error
+	if n := t.network(); n != nil {
+		impl, err = listenOn(t, n, network, address)
+	} else {
+		impl, err = viaBackend(t, network, address, listenFD, listenPortable)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +176,9 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 // net.DefaultResolver (through Offload); IP literals need no resolution.
 // If a name has several addresses they are tried in turn.
 //
+// A task with a Network dials through it; in a seeded Run without one,
+// Dial returns an error wrapping ErrRealIO (see Listen).
+//
 // Dial is a cancellation point: if the task is cancelled it returns the
 // cause (matching context.Canceled) and no connection is left open. Errors
 // are *net.OpError values, so errors.Is finds syscall.ECONNREFUSED and the
@@ -168,7 +186,13 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
 	l := t.loop
-	impl, err := viaBackend(t, network, address, dialFD, dialPortable)
+	var impl connImpl
+	var err error
+	if n := t.network(); n != nil {
+		impl, err = dialOn(t, n, network, address)
+	} else {
+		impl, err = viaBackend(t, network, address, dialFD, dialPortable)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -301,11 +325,18 @@ func (c *Conn) LocalAddr() net.Addr { return c.impl.localAddr() }
 func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 
 // ListenPacket opens a datagram socket on a local address: network is
-// "udp", "udp4", "udp6" or "unixgram". Errors are as for Listen.
+// "udp", "udp4", "udp6" or "unixgram". Errors are as for Listen, and so
+// is the use of the task's Network and ErrRealIO under a seed.
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
 	l := t.loop
-	impl, err := viaBackend(t, network, address, listenPacketFD, listenPacketPortable)
+	var impl packetImpl
+	var err error
+	if n := t.network(); n != nil {
+		impl, err = listenPacketOn(t, n, network, address)
+	} else {
+		impl, err = viaBackend(t, network, address, listenPacketFD, listenPacketPortable)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ func (t *Task) blockingCall(call, interrupt, reset func()) error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
+	if err := t.rs.checkIO("blocking I/O"); err != nil {
+		return err
+	}
 	l := t.loop
 	if l.aborted {
 		return errAborted

@@ -179,12 +179,20 @@ func WithLoopPriority(on bool) Option {
 // be stopped from outside, so it runs on to completion (pass it
 // t.Context() to let it notice), its result is dropped, and Run still
 // waits for it before returning, so that no goroutine outlives Run.
+//
+// In a seeded Run (WithSeed), Offload returns an error wrapping ErrRealIO
+// without running f, unless AllowRealIO: f's completion would come when
+// the goroutine scheduler says, and the run would not replay.
 func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 	t.check("Offload")
 	if f == nil {
 		panic("weft: Offload called with a nil function")
 	}
 	if err := t.cancelPoint(); err != nil {
+		var zero T
+		return zero, err
+	}
+	if err := t.rs.checkIO("Offload"); err != nil {
 		var zero T
 		return zero, err
 	}

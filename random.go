@@ -8,5 +8,8 @@ import "math/rand/v2"
 // random choice goes through it, so that a seeded scheduler can take it
 // over and replay a run.
 func chooseRandom(t *Task, n int) int {
+	if s := t.rs.sim; s != nil {
+		return s.choose(t, DecideSelect, n)
+	}
 	return rand.IntN(n)
 }

@@ -16,6 +16,9 @@ import (
 type Option func(*options)
 
 type options struct {
+	sim     *simOptions // WithSeed and the options of a seeded Run (seed.go)
+	network Network     // WithNetwork (network.go)
+
 	ctx       context.Context
 	backend   poller.Kind
 	clock     clock.Clock
@@ -138,6 +141,10 @@ func newRunState(o options) (*runState, error) {
 		rs.ctx = context.Background()
 	}
 	rs.clock = o.clock
+	rs.network = o.network
+	if o.seeded() {
+		rs.clock = simClock(&o)
+	}
 	if rs.clock == nil {
 		rs.clock = clock.NewReal()
 	}
@@ -155,6 +162,11 @@ func newRunState(o options) (*runState, error) {
 			return nil, err
 		}
 		rs.loops = append(rs.loops, l)
+	}
+	if rs.sim = newSimState(&o); rs.sim != nil {
+		rs.sim.clock, rs.sim.start = rs.clock, rs.clock.Nanotime()
+		rs.loops[0].sim = rs.sim
+		rs.loops[0].timers.rnd = &rs.sim.rng
 	}
 	rs.root.loop = rs.loops[0]
 	rs.root.rs = rs
@@ -189,6 +201,9 @@ func (rs *runState) startLoops() {
 // close ends the Run once every loop has stopped: no more posts, the
 // layers' state closed, coroutines and pollers released.
 func (rs *runState) close() {
+	if rs.sim != nil {
+		rs.sim.finish()
+	}
 	for _, l := range rs.loops {
 		l.closeInbox()
 	}

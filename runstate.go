@@ -25,6 +25,10 @@ type runState struct {
 	multi bool    // immutable: len(loops) > 1
 	clock clock.Clock
 
+	// Simulation (seed.go, network.go).
+	network Network   // immutable: WithNetwork's, nil for the host's
+	sim     *simState // a seeded Run's scheduler; nil: FIFO
+
 	mu sync.Mutex // the run lock (multi only)
 
 	ids       uint32        // task ids given out (one loop)
@@ -86,6 +90,9 @@ func (rs *runState) unlock() {
 // option, the WEFT_LOOPS environment variable, else 1.
 func loopCount(o *options) int {
 	n := 1
+	if o.seeded() {
+		return 1 // a seeded Run steps on one goroutine (seed.go)
+	}
 	if o.loopsSet {
 		n = o.loops
 	} else if s := os.Getenv("WEFT_LOOPS"); s != "" {

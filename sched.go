@@ -83,6 +83,9 @@ func (l *loop) readyBatch(t *Task) {
 // popRunnable takes the next task: interactive first, unless the batch lane
 // is due (it has waited an interval) or the interactive lane is empty.
 func (l *loop) popRunnable() (*Task, bool) {
+	if s := l.sim; s != nil {
+		return s.pick(l) // a seeded Run (seed.go)
+	}
 	if l.batchq.len() > 0 && (l.batchDue || l.runq.len() == 0) {
 		l.batchDue = false
 		l.batchRanAt = -1 // stamped at the next poll; see checkBatchDue

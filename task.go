@@ -35,6 +35,7 @@ type Task struct {
 	waitKind  waitKind
 	nested    bool                     // resumed by a driving task: must switch back to it
 	local     bool                     // started by Local: never leaves its loop
+	simWhy    uint8                    // a seeded Run: why the task was last made runnable (seed.go)
 	cancelled atomic.Bool              // some cancellation applies: see Task.cause
 	waitGen   uint32                   // bumped per wait; wakes naming an older one are dropped
 	waitTok   atomic.Uint32            // waitGen while waiting, 0 otherwise: stale wakes posted to a loop that no longer owns the task check it, and nothing else (balance.go)
@@ -57,6 +58,7 @@ type taskExtra struct {
 	fdMode      poller.Mode
 	fd          int            // fd waited on (state waiting, waitFD)
 	timer       timer          // the task's sleep
+	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
 	ctx         *taskContext   // created by Context on first use
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
@@ -192,6 +194,7 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.spawnPC = pc
 	t.id = l.rs.newID()
 	t.rs = l.rs
+	t.inheritNetwork(parent)
 	c.promise.p.task = t
 	t.root.task = t
 	l.rs.lock()

@@ -24,7 +24,8 @@ type timer struct {
 type timerHeap struct {
 	items []*timer
 	seq   uint64
-	weak  int // weak timers in items
+	weak  int   // weak timers in items
+	rnd   *prng // a seeded Run's source: ties are broken by draws from it (seed.go)
 }
 
 func (h *timerHeap) len() int { return len(h.items) }
@@ -47,6 +48,9 @@ func (h *timerHeap) swap(i, j int) {
 func (h *timerHeap) push(t *timer) {
 	h.seq++
 	t.seq = h.seq
+	if h.rnd != nil {
+		t.seq = h.rnd.next()
+	}
 	t.index = int32(len(h.items))
 	h.items = append(h.items, t)
 	if t.weak {

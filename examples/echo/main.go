@@ -63,7 +63,9 @@ func serve(addr string) error {
 	return err
 }
 
-func client(addr string, n, size int) error {
+// client runs the client in a Run of its own; opts are the Run's (a
+// simulated network in the tests).
+func client(addr string, n, size int, opts ...weft.Option) error {
 	_, err := weft.Run(func(t *weft.Task) (struct{}, error) {
 		c, err := weft.Dial(t, "tcp", addr)
 		if err != nil {
@@ -88,6 +90,6 @@ func client(addr string, n, size int) error {
 		el := time.Since(start)
 		fmt.Printf("echo: %d round trips of %d bytes in %v (%.0f/s)\n", n, size, el.Round(time.Millisecond), float64(n)/el.Seconds())
 		return struct{}{}, nil
-	})
+	}, opts...)
 	return err
 }

@@ -118,6 +118,7 @@ type loop struct {
 	closed   bool                // guarded by inboxMu: no more posts are accepted
 	inboxLen atomic.Int32
 	sleeping atomic.Bool   // the loop is (about to be) blocked in the kernel
+	obs      loopObs       // published for observers: the switch word (obs.go)
 	hungry   atomic.Bool   // asleep with nothing to run: a push elsewhere may wake it to steal
 	preempt  atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
@@ -280,6 +281,7 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 func (l *loop) begin(t *Task) {
 	l.current = t
 	l.epoch++
+	l.obsResume(t)
 	l.budget = taskBudget
 	if x := t.x; x != nil && x.checkpoints {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
@@ -381,6 +383,7 @@ func (l *loop) run() {
 // another goroutine posts to the inbox. With a virtual clock and nothing
 // outside the loop to wait for, it jumps to the next deadline instead.
 func (l *loop) block() {
+	l.obsSleep()
 	timeout := int64(-1)
 	if next := l.timers.peek(); next != nil {
 		timeout = max(0, next.when-l.clock.Nanotime())

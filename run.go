@@ -25,6 +25,7 @@ type options struct {
 	loggerSet bool
 	loops     int // WithLoops
 	loopsSet  bool
+	obsOptions // WithWatchdog, WithTrace (obs.go)
 	err       error // a bad option; Run returns it
 }
 
@@ -79,6 +80,11 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	rs, err := newRunState(o)
 	if err != nil {
 		return zero, err
+	}
+	rs.registerRun()
+	defer rs.unregisterRun()
+	if wd := rs.startWatchdog(&o); wd != nil {
+		defer wd.end()
 	}
 	l := rs.loops[0]
 	c := newTask(l, &rs.root.root, main, 0)

@@ -53,6 +53,8 @@ type runState struct {
 	hungry  atomic.Int32
 	nextFD  atomic.Uint32 // round-robin home for accepted connections (homeFor)
 	stopped sync.WaitGroup
+
+	obs runObs // the registry of live tasks and what observers need (obs.go)
 }
 
 // newID returns the next task id of the Run: 1 for main, then 2, 3...

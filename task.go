@@ -44,6 +44,7 @@ type Task struct {
 	id        uint32
 	spawnPC   uintptr    // where Go (or Run) was called
 	x         *taskExtra // what only some tasks need, made on first use
+	obs       taskObs    // what observers read: name, parent, wait (obs.go)
 }
 
 // taskExtra holds the parts of a task that most tasks never need, so that
@@ -194,6 +195,7 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.root.link(parent)
 	t.inherit(parent)
 	l.rs.unlock()
+	l.rs.obsSpawn(t, parent)
 	l.live++
 	return c
 }
@@ -248,6 +250,7 @@ func (t *Task) finish(err error) {
 	}
 	rs.unlock()
 	t.closeContext()
+	rs.obsFinish(t)
 	l.live--
 	if err != nil && t != rs.main && !isCancellation(err) && !rs.isDeadlockErr(err) {
 		rs.noteFailure(t, err)
@@ -360,6 +363,7 @@ func (t *Task) block(kind waitKind) error {
 	if x := t.x; x != nil {
 		x.cpu, x.batch = 0, false // it waits on its own: interactive again
 	}
+	t.obsWait(kind)
 	t.loop.suspend(t)
 	return t.takeWakeErr()
 }

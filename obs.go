@@ -1,0 +1,223 @@
+package weft
+
+// Observation: what Dump, the watchdog, RunStats and DebugHandler read
+// while the loops run (DESIGN.md, "Observability").
+//
+// The loops' own state is loop-owned and lock-free, so an observer on
+// another goroutine must not read it. What observers need is published
+// here, off the loops' hot paths, in three places:
+//
+//  1. The registry of running Runs (runs, under runsMu): a Run joins it
+//     when it starts and leaves it when it returns, so nothing is kept
+//     after a Run ends.
+//  2. Each Run's registry of live tasks: an intrusive list (taskObs.prev,
+//     next) under runObs.mu, joined in newTask and left in finish. A
+//     task's published record (its name, its parent, its current wait)
+//     is guarded by its own taskObs.mu, written by the task's loop when
+//     the task starts to wait (block) and by SetName.
+//  3. Each loop's switch word (loopObs.run): the id of the task it runs
+//     and a sequence number bumped at every resumption and slow
+//     Checkpoint, or 0 while the loop sleeps. One atomic store per switch
+//     is all an observer costs a loop; the watchdog samples it.
+//
+// Invariants:
+//
+//  1. Observers never wait for a loop: they take only runsMu, runObs.mu,
+//     taskObs.mu and (with several loops) the run lock, each held by the
+//     loops for a few instructions at a time.
+//  2. Lock order: the run lock, then runObs.mu, then taskObs.mu.
+//  3. A task is in its Run's registry from newTask until finish: exactly
+//     the tasks walkTasks sees, without needing the scope tree.
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-go/weft/internal/poller"
+)
+
+// The running Runs, in start order.
+var (
+	runsMu  sync.Mutex
+	runs    []*runState // guarded by runsMu
+	runsSeq int         // guarded by runsMu: Runs started, for their numbers
+)
+
+// runObs is a Run's observation state.
+type runObs struct {
+	num int // immutable once registered: the Run's number, from 1
+
+	mu    sync.Mutex // guards the task list
+	head  *Task      // guarded by mu: the live tasks, newest first
+	count int        // guarded by mu: tasks in the list
+	start time.Time  // immutable: when the Run started (wall clock)
+
+	wd *watchdog // nil: off
+
+	spawned atomic.Uint64 // tasks started (Stats)
+}
+
+// taskObs is a task's published record.
+type taskObs struct {
+	prev, next *Task  // guarded by the Run's runObs.mu
+	parent     uint32 // immutable: the id of the task that started it (0: none)
+
+	mu   sync.Mutex
+	name string      // guarded by mu; written only by the task itself
+	w    *obsWaitRec // guarded by mu: the current or last wait, nil before the first
+}
+
+// obsWaitRec describes a wait as the loop published it.
+type obsWaitRec struct {
+	gen    uint32   // the wait's generation: current while t.waitTok holds it
+	kind   waitKind // what it waits on
+	op     string   // the operation, if known ("Await", "Chan.Recv")
+	since  int64    // when it began, on the Run's clock
+	detail int64    // a timer's deadline; an fd<<2 | its poller.Mode
+	pcs    [8]uintptr
+}
+
+// loopObs is a loop's published switch word and counters.
+type loopObs struct {
+	seq uint32        // loop-owned: resumptions and slow Checkpoints
+	run atomic.Uint64 // seq<<32 | id of the task running; 0 while the loop sleeps
+}
+
+// registerRun adds rs to the running Runs.
+func (rs *runState) registerRun() {
+	runsMu.Lock()
+	runsSeq++
+	rs.obs.num = runsSeq
+	runs = append(runs, rs)
+	runsMu.Unlock()
+}
+
+// unregisterRun removes rs from the running Runs.
+func (rs *runState) unregisterRun() {
+	runsMu.Lock()
+	if i := slices.Index(runs, rs); i >= 0 {
+		runs = slices.Delete(runs, i, i+1)
+	}
+	runsMu.Unlock()
+}
+
+// runningRuns returns the running Runs, in start order.
+func runningRuns() []*runState {
+	runsMu.Lock()
+	defer runsMu.Unlock()
+	return slices.Clone(runs)
+}
+
+// obsSpawn registers the new task t, started from the scope parent.
+func (rs *runState) obsSpawn(t *Task, parent *scope) {
+	if p := parent.task; p != nil && p != &rs.root {
+		t.obs.parent = p.id
+	}
+	rs.obs.spawned.Add(1)
+	o := &rs.obs
+	o.mu.Lock()
+	t.obs.next = o.head
+	if o.head != nil {
+		o.head.obs.prev = t
+	}
+	o.head = t
+	o.count++
+	o.mu.Unlock()
+}
+
+// obsFinish removes the finished task t from the registry.
+func (rs *runState) obsFinish(t *Task) {
+	o := &rs.obs
+	o.mu.Lock()
+	if p := t.obs.prev; p != nil {
+		p.obs.next = t.obs.next
+	} else if o.head == t {
+		o.head = t.obs.next
+	}
+	if n := t.obs.next; n != nil {
+		n.obs.prev = t.obs.prev
+	}
+	t.obs.prev, t.obs.next = nil, nil
+	o.count--
+	o.mu.Unlock()
+}
+
+// obsResume publishes that the loop runs t now (at a resumption, and at a
+// Checkpoint's slow path: either one is progress for the watchdog).
+func (l *loop) obsResume(t *Task) {
+	l.obs.seq++
+	l.obs.run.Store(uint64(l.obs.seq)<<32 | uint64(t.id))
+}
+
+// obsSleep publishes that the loop runs no task: it is about to sleep.
+func (l *loop) obsSleep() { l.obs.run.Store(0) }
+
+// obsWait publishes the wait of kind t is about to suspend in (block).
+func (t *Task) obsWait(kind waitKind) {
+	x := t.x
+	rec := t.obs.w
+	if rec == nil {
+		rec = &obsWaitRec{}
+	}
+	t.obs.mu.Lock()
+	t.obs.w = rec
+	rec.gen, rec.kind, rec.op = t.waitGen, kind, ""
+	rec.since = t.loop.clock.Nanotime()
+	rec.detail = 0
+	switch kind {
+	case waitPromise, waitMulti, waitPark:
+		if ws := x.w; ws != nil {
+			rec.op, rec.pcs = ws.op, ws.pcs
+		}
+	default:
+		clear(rec.pcs[:])
+		fpCallers(rec.pcs[:])
+		switch kind {
+		case waitTimer:
+			rec.op, rec.detail = "Sleep", x.timer.when
+		case waitFD:
+			rec.detail = int64(x.fd)<<2 | int64(x.fdMode)
+		}
+	}
+	t.obs.mu.Unlock()
+}
+
+// SetName names the task, for Dump, the watchdog's reports, traces and
+// profiles (the pprof label weft.task). A task has no name until it sets
+// one; reports then show its id and function. SetName does not suspend
+// and is not a cancellation point.
+func (t *Task) SetName(name string) {
+	t.check("SetName")
+	t.obs.mu.Lock()
+	t.obs.name = name
+	t.obs.mu.Unlock()
+	t.nameChanged()
+}
+
+// Name returns the name given by SetName, or "" if the task has none.
+func (t *Task) Name() string {
+	t.check("Name")
+	return t.obs.name
+}
+
+// fdModeString names a direction of an fd wait.
+func fdModeString(m poller.Mode) string {
+	switch m {
+	case poller.Read:
+		return "read"
+	case poller.Write:
+		return "write"
+	}
+	return "read+write"
+}
+
+// nameChanged passes a new name on to the trace and the profiler label.
+func (t *Task) nameChanged() {}
+
+// obsOptions are the observation options of Run.
+type obsOptions struct {
+	watchdog    time.Duration // WithWatchdog
+	watchdogSet bool
+}

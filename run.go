@@ -25,7 +25,7 @@ type options struct {
 	loggerSet bool
 	loops     int // WithLoops
 	loopsSet  bool
-	obsOptions // WithWatchdog, WithTrace (obs.go)
+	obs       obsOptions // WithWatchdog, WithTrace (obs.go)
 	err       error // a bad option; Run returns it
 }
 

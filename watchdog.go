@@ -41,8 +41,8 @@ func WithWatchdog(d time.Duration) Option {
 		panic("weft: WithWatchdog with a negative limit")
 	}
 	return func(o *options) {
-		o.watchdog = d
-		o.watchdogSet = true
+		o.obs.watchdog = d
+		o.obs.watchdogSet = true
 	}
 }
 
@@ -58,8 +58,8 @@ type watchdog struct {
 // with its end method.
 func (rs *runState) startWatchdog(o *options) *watchdog {
 	limit := DefaultWatchdog
-	if o.watchdogSet {
-		limit = o.watchdog
+	if o.obs.watchdogSet {
+		limit = o.obs.watchdog
 	}
 	if limit <= 0 || rs.logger == nil {
 		return nil

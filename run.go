@@ -26,7 +26,7 @@ type options struct {
 	loops     int // WithLoops
 	loopsSet  bool
 	obs       obsOptions // WithWatchdog, WithTrace (obs.go)
-	err       error // a bad option; Run returns it
+	err       error      // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are

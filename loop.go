@@ -182,6 +182,7 @@ func (l *loop) postRelease(fn func(onLoop bool)) {
 }
 
 func (l *loop) drainInbox() {
+	l.traceFrom(fromInbox)
 	l.inboxMu.Lock()
 	batch := l.inbox
 	l.inbox = l.spare[:0]
@@ -206,6 +207,7 @@ func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)
+		l.traceWake(t)
 	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
@@ -264,6 +266,7 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 	}
 	l.current = nil
 	if done {
+		l.traceFinished(t)
 		l.recycle(t)
 		return false
 	}
@@ -281,7 +284,7 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 func (l *loop) begin(t *Task) {
 	l.current = t
 	l.epoch++
-	l.obsResume(t)
+	l.obsBegin(t)
 	l.budget = taskBudget
 	if x := t.x; x != nil && x.checkpoints {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
@@ -300,6 +303,7 @@ func (l *loop) begin(t *Task) {
 // resumes that one at depth one, so that it can hand over directly to the
 // next.
 func (l *loop) suspend(t *Task) {
+	l.traceSuspend(t)
 	if !t.nested && !l.aborted && t.moveTo == nil {
 		l.driver = t // it may be queued, but its coroutine is busy: it must not move
 		for {
@@ -416,6 +420,7 @@ func (l *loop) fireTimers() { l.fireTimersAt(l.clock.Nanotime()) }
 
 // fireTimersAt is fireTimers with the time already read.
 func (l *loop) fireTimersAt(now int64) {
+	l.traceFrom(fromTimer)
 	for {
 		tm := l.timers.peek()
 		if tm == nil || tm.when > now {

@@ -30,6 +30,7 @@ package weft
 //     the tasks walkTasks sees, without needing the scope tree.
 
 import (
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,7 @@ type obsWaitRec struct {
 type loopObs struct {
 	seq uint32        // loop-owned: resumptions and slow Checkpoints
 	run atomic.Uint64 // seq<<32 | id of the task running; 0 while the loop sleeps
+	tr  traceState    // loop-owned: tracing (tracehook.go)
 }
 
 // registerRun adds rs to the running Runs.
@@ -125,6 +127,7 @@ func (rs *runState) obsSpawn(t *Task, parent *scope) {
 	o.head = t
 	o.count++
 	o.mu.Unlock()
+	t.loop.traceSpawn(t)
 }
 
 // obsFinish removes the finished task t from the registry.
@@ -151,8 +154,17 @@ func (l *loop) obsResume(t *Task) {
 	l.obs.run.Store(uint64(l.obs.seq)<<32 | uint64(t.id))
 }
 
+// obsBegin publishes and traces that the loop resumes t.
+func (l *loop) obsBegin(t *Task) {
+	l.obsResume(t)
+	l.traceResume(t)
+}
+
 // obsSleep publishes that the loop runs no task: it is about to sleep.
-func (l *loop) obsSleep() { l.obs.run.Store(0) }
+func (l *loop) obsSleep() {
+	l.obs.run.Store(0)
+	l.tracePublish()
+}
 
 // obsWait publishes the wait of kind t is about to suspend in (block).
 func (t *Task) obsWait(kind waitKind) {
@@ -214,10 +226,12 @@ func fdModeString(m poller.Mode) string {
 }
 
 // nameChanged passes a new name on to the trace and the profiler label.
-func (t *Task) nameChanged() {}
+func (t *Task) nameChanged() { t.loop.traceName(t, t.obs.name) }
 
 // obsOptions are the observation options of Run.
 type obsOptions struct {
 	watchdog    time.Duration // WithWatchdog
 	watchdogSet bool
+	trace       io.Writer     // WithTrace
+	flight      time.Duration // WithFlightRecorder
 }

@@ -86,6 +86,9 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	if wd := rs.startWatchdog(&o); wd != nil {
 		defer wd.end()
 	}
+	if stop := rs.startTrace(&o); stop != nil {
+		defer stop()
+	}
 	l := rs.loops[0]
 	c := newTask(l, &rs.root.root, main, 0)
 	rs.main = &c.task

@@ -193,6 +193,7 @@ func (t *Task) checkpoint() error {
 	default:
 		return nil
 	}
+	l.obs.tr.why = whyPreempted
 	l.suspend(t)
 	return t.cancelPoint()
 }
@@ -218,6 +219,7 @@ func (t *Task) spend() {
 		return
 	}
 	l.ready(t)
+	l.obs.tr.why = whyBudget
 	l.suspend(t)
 }
 

@@ -295,6 +295,7 @@ func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintp
 	}
 	l.ready(&c.task)
 	l.ready(t)
+	l.obs.tr.why = whySpawned
 	l.suspend(t)
 	return &c.promise
 }

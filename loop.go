@@ -149,6 +149,7 @@ func (l *loop) post(fn func()) bool {
 	l.inbox = append(l.inbox, fn)
 	l.inboxLen.Store(int32(len(l.inbox)))
 	l.inboxMu.Unlock()
+	l.obs.posts.Add(1)
 	// Pairs with block: either we see sleeping and wake the poller, or the
 	// loop sees inboxLen > 0 before it sleeps. A running task that is busy
 	// computing sees preempt at its next Checkpoint.
@@ -427,6 +428,7 @@ func (l *loop) fireTimersAt(now int64) {
 			return
 		}
 		l.timers.remove(tm)
+		l.obs.fired.Add(1)
 		if tm.task != nil {
 			if tm.task.state == stateWaiting && tm.task.waitKind == waitTimer {
 				l.ready(tm.task)

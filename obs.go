@@ -57,7 +57,7 @@ type runObs struct {
 
 	wd *watchdog // nil: off
 
-	spawned atomic.Uint64 // tasks started (Stats)
+	offload atomic.Value // the Run's offload pool once made (its stats method: stats.go)
 }
 
 // taskObs is a task's published record.
@@ -82,9 +82,19 @@ type obsWaitRec struct {
 
 // loopObs is a loop's published switch word and counters.
 type loopObs struct {
-	seq uint32        // loop-owned: resumptions and slow Checkpoints
-	run atomic.Uint64 // seq<<32 | id of the task running; 0 while the loop sleeps
+	seq uint64        // loop-owned: resumptions
+	run atomic.Uint64 // uint32(seq)<<32 | id of the task running (0 while the loop sleeps)
+	cps atomic.Uint32 // slow Checkpoints: progress too, for the watchdog
 	tr  traceState    // loop-owned: tracing (tracehook.go)
+
+	// Counters for Stats, each written by the loop alone.
+	seqPub   atomic.Uint64 // seq, published every 64 resumptions and before sleeping (see switches)
+	spawned  atomic.Uint64 // tasks started on the loop
+	polls    atomic.Uint64 // looks at the kernel
+	pollNs   atomic.Int64  // ... and the time spent in them
+	fired    atomic.Uint64 // timers that came due
+	posts    atomic.Uint64 // messages posted to the inbox (by any goroutine)
+	received atomic.Uint64 // tasks handed over to this loop by others
 }
 
 // registerRun adds rs to the running Runs.
@@ -117,7 +127,7 @@ func (rs *runState) obsSpawn(t *Task, parent *scope) {
 	if p := parent.task; p != nil && p != &rs.root {
 		t.obs.parent = p.id
 	}
-	rs.obs.spawned.Add(1)
+	t.loop.obs.spawned.Add(1)
 	o := &rs.obs
 	o.mu.Lock()
 	t.obs.next = o.head
@@ -152,6 +162,21 @@ func (rs *runState) obsFinish(t *Task) {
 func (l *loop) obsResume(t *Task) {
 	l.obs.seq++
 	l.obs.run.Store(uint64(l.obs.seq)<<32 | uint64(t.id))
+	if l.obs.seq&63 == 0 {
+		l.obs.seqPub.Store(l.obs.seq)
+	}
+}
+
+// obsCheckpoint publishes that t, running, reached a slow Checkpoint.
+func (l *loop) obsCheckpoint() { l.obs.cps.Add(1) }
+
+// switches returns the loop's resumptions so far: the 64-bit count last
+// published, advanced by the low 32 bits of the switch word, which are
+// never 2^32 switches ahead of it.
+func (o *loopObs) switches() uint64 {
+	pub := o.seqPub.Load()
+	low := uint32(o.run.Load() >> 32)
+	return pub + uint64(low-uint32(pub))
 }
 
 // obsBegin publishes and traces that the loop resumes t.
@@ -162,7 +187,8 @@ func (l *loop) obsBegin(t *Task) {
 
 // obsSleep publishes that the loop runs no task: it is about to sleep.
 func (l *loop) obsSleep() {
-	l.obs.run.Store(0)
+	l.obs.run.Store(uint64(l.obs.seq) << 32)
+	l.obs.seqPub.Store(l.obs.seq)
 	l.tracePublish()
 }
 

@@ -129,7 +129,7 @@ func (t *Task) checkpoint() error {
 	}
 	l := t.loop
 	l.preempt.Store(0)
-	l.obsResume(t)
+	l.obsCheckpoint()
 	now := l.clock.Nanotime()
 
 	// Adapt the stride so that slow paths come about once per poll period.

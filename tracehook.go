@@ -233,26 +233,25 @@ func (l *loop) traceWake(t *Task) {
 // traceFrom sets the source of the loop's own wakes from now on.
 func (l *loop) traceFrom(src wtrace.Source) { l.obs.tr.src = src }
 
-// tracePollStart returns the start time of a poll of the kernel, or 0 if
-// tracing is off.
-func (l *loop) tracePollStart() int64 {
-	if l.obs.tr.b == nil {
-		return 0
-	}
-	return l.clock.Nanotime()
-}
+// tracePollStart returns the start time of a poll of the kernel.
+func (l *loop) tracePollStart() int64 { return l.clock.Nanotime() }
 
 // tracePoll records a poll of the kernel that began at start.
 func (l *loop) tracePoll(start int64, events int) {
 	tr := &l.obs.tr
 	tr.src = wtrace.FromFD // the wakes that follow
+	end := l.clock.Nanotime()
+	l.obs.polls.Add(1)
+	l.obs.pollNs.Add(end - start)
 	if tr.b != nil {
-		tr.b.Poll(start, tr.stamp(l), events)
+		tr.haveTs = false
+		tr.b.Poll(start, end, events)
 	}
 }
 
 // traceSteal records that the loop took n tasks handed over by victim.
 func (l *loop) traceSteal(victim, n int) {
+	l.obs.received.Add(uint64(n))
 	if tr := &l.obs.tr; tr.b != nil {
 		tr.b.Steal(tr.stamp(l), victim, n)
 	}

@@ -79,6 +79,7 @@ func (wd *watchdog) end() {
 // loopWatch is the watchdog's view of one loop.
 type loopWatch struct {
 	word     uint64    // the switch word last seen
+	cps      uint32    // ... and the count of slow Checkpoints
 	since    time.Time // when it was first seen
 	reported bool      // this episode has been reported
 }
@@ -96,9 +97,9 @@ func (wd *watchdog) run() {
 		case now := <-tick.C:
 			for i, l := range wd.rs.loops {
 				lw := &watch[i]
-				w := l.obs.run.Load()
-				if w != lw.word {
-					*lw = loopWatch{word: w, since: now}
+				w, cps := l.obs.run.Load(), l.obs.cps.Load()
+				if w != lw.word || cps != lw.cps {
+					*lw = loopWatch{word: w, cps: cps, since: now}
 					continue
 				}
 				if id := uint32(w); id != 0 && !lw.reported && now.Sub(lw.since) >= wd.limit {

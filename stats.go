@@ -10,9 +10,9 @@ import (
 // Stats is a snapshot of a Run: its totals, then the same figures per
 // loop, and its pool of off-loop workers. See RunStats.
 type Stats struct {
-	Run   int  // the Run's number, from 1 for the process's first Run
-	Loops int  // loops in the Run
-	LoopCounts // totals over the loops
+	Run        int // the Run's number, from 1 for the process's first Run
+	Loops      int // loops in the Run
+	LoopCounts     // totals over the loops
 	PerLoop    []LoopStats
 
 	// The Offload pool (the Run's, shared by its loops).

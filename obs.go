@@ -35,6 +35,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/weft-go/weft/internal/poller"
 )
@@ -58,6 +59,24 @@ type runObs struct {
 	wd *watchdog // nil: off
 
 	offload atomic.Value // the Run's offload pool once made (its stats method: stats.go)
+
+	noLabels bool // immutable: WithTaskLabels(false)
+}
+
+// startObs starts what the options ask for: the watchdog, tracing, the
+// profiler label. It returns what ends them, after the loops have ended.
+func (rs *runState) startObs(o *options) (end func()) {
+	rs.obs.noLabels = o.obs.noLabels
+	wd := rs.startWatchdog(o)
+	stopTrace := rs.startTrace(o)
+	return func() {
+		if wd != nil {
+			wd.end()
+		}
+		if stopTrace != nil {
+			stopTrace()
+		}
+	}
 }
 
 // taskObs is a task's published record.
@@ -86,6 +105,8 @@ type loopObs struct {
 	run atomic.Uint64 // uint32(seq)<<32 | id of the task running (0 while the loop sleeps)
 	cps atomic.Uint32 // slow Checkpoints: progress too, for the watchdog
 	tr  traceState    // loop-owned: tracing (tracehook.go)
+
+	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (tasklabels.go)
 
 	// Counters for Stats, each written by the loop alone.
 	seqPub   atomic.Uint64 // seq, published every 64 resumptions and before sleeping (see switches)
@@ -252,7 +273,10 @@ func fdModeString(m poller.Mode) string {
 }
 
 // nameChanged passes a new name on to the trace and the profiler label.
-func (t *Task) nameChanged() { t.loop.traceName(t, t.obs.name) }
+func (t *Task) nameChanged() {
+	t.loop.traceName(t, t.obs.name)
+	t.nameLabel()
+}
 
 // obsOptions are the observation options of Run.
 type obsOptions struct {
@@ -260,4 +284,5 @@ type obsOptions struct {
 	watchdogSet bool
 	trace       io.Writer     // WithTrace
 	flight      time.Duration // WithFlightRecorder
+	noLabels    bool          // WithTaskLabels(false)
 }

@@ -83,12 +83,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	}
 	rs.registerRun()
 	defer rs.unregisterRun()
-	if wd := rs.startWatchdog(&o); wd != nil {
-		defer wd.end()
-	}
-	if stop := rs.startTrace(&o); stop != nil {
-		defer stop()
-	}
+	defer rs.startObs(&o)()
 	l := rs.loops[0]
 	c := newTask(l, &rs.root.root, main, 0)
 	rs.main = &c.task

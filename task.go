@@ -143,7 +143,7 @@ func (c *taskCell[T]) RunJob() {
 	var v T
 	var err error
 	returned := false
-	setProfLabel(t.rs.labels)
+	setProfLabel(t.startLabels())
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {

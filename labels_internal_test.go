@@ -2,8 +2,8 @@ package weft
 
 import (
 	"context"
-	"slices"
 	"runtime/pprof"
+	"slices"
 	"testing"
 )
 

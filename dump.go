@@ -57,14 +57,16 @@ func (rs *runState) snapshot() runSnap {
 	o.mu.Lock()
 	s.tasks = make([]taskSnap, 0, o.count)
 	for t := o.head; t != nil; t = t.obs.next {
-		ts := taskSnap{id: t.id, parent: t.obs.parent, loop: t.loop.id, fn: t.job.funcPC(), spawnPC: t.spawnPC}
+		ts := taskSnap{id: t.id, parent: t.parent, loop: t.loop.id, fn: t.job.funcPC(), spawnPC: t.spawnPC}
 		tok := t.waitTok.Load()
-		t.obs.mu.Lock()
-		ts.name = t.obs.name
-		if w := t.obs.w; w != nil && tok != 0 && w.gen == tok {
-			ts.state, ts.rec = viewWaiting, *w
+		if r := t.obs.rec.Load(); r != nil {
+			r.mu.Lock()
+			ts.name = r.name
+			if r.haveWait && tok != 0 && r.w.gen == tok {
+				ts.state, ts.rec = viewWaiting, r.w
+			}
+			r.mu.Unlock()
 		}
-		t.obs.mu.Unlock()
 		if ts.state != viewWaiting && running[ts.loop] == t.id {
 			ts.state = viewRunning
 		}

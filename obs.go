@@ -79,14 +79,31 @@ func (rs *runState) startObs(o *options) (end func()) {
 	}
 }
 
-// taskObs is a task's published record.
+// taskObs is a task's place in the registry and its published record.
+// It is small (a task that never waits nor sets its name needs no
+// record): the record lives in the task's extra part.
 type taskObs struct {
-	prev, next *Task  // guarded by the Run's runObs.mu
-	parent     uint32 // immutable: the id of the task that started it (0: none)
+	prev, next *Task                     // guarded by the Run's runObs.mu
+	rec        atomic.Pointer[obsRecord] // &t.x.obs once published (by its loop)
+}
 
-	mu   sync.Mutex
-	name string      // guarded by mu; written only by the task itself
-	w    *obsWaitRec // guarded by mu: the current or last wait, nil before the first
+// obsRecord is what a task publishes about itself.
+type obsRecord struct {
+	mu       sync.Mutex
+	name     string     // guarded by mu; written only by the task itself
+	haveWait bool       // guarded by mu: w holds the current or last wait
+	w        obsWaitRec // guarded by mu
+}
+
+// obsRec returns t's record, publishing it on first use. Only t's loop
+// (or t itself) calls it.
+func (t *Task) obsRec() *obsRecord {
+	if r := t.obs.rec.Load(); r != nil {
+		return r
+	}
+	r := &t.extra().obs
+	t.obs.rec.Store(r)
+	return r
 }
 
 // obsWaitRec describes a wait as the loop published it.
@@ -146,7 +163,7 @@ func runningRuns() []*runState {
 // obsSpawn registers the new task t, started from the scope parent.
 func (rs *runState) obsSpawn(t *Task, parent *scope) {
 	if p := parent.task; p != nil && p != &rs.root {
-		t.obs.parent = p.id
+		t.parent = p.id
 	}
 	t.loop.obs.spawned.Add(1)
 	o := &rs.obs
@@ -216,12 +233,10 @@ func (l *loop) obsSleep() {
 // obsWait publishes the wait of kind t is about to suspend in (block).
 func (t *Task) obsWait(kind waitKind) {
 	x := t.x
-	rec := t.obs.w
-	if rec == nil {
-		rec = &obsWaitRec{}
-	}
-	t.obs.mu.Lock()
-	t.obs.w = rec
+	r := t.obsRec()
+	rec := &r.w
+	r.mu.Lock()
+	r.haveWait = true
 	rec.gen, rec.kind, rec.op = t.waitGen, kind, ""
 	rec.since = t.loop.clock.Nanotime()
 	rec.detail = 0
@@ -240,7 +255,7 @@ func (t *Task) obsWait(kind waitKind) {
 			rec.detail = int64(x.fd)<<2 | int64(x.fdMode)
 		}
 	}
-	t.obs.mu.Unlock()
+	r.mu.Unlock()
 }
 
 // SetName names the task, for Dump, the watchdog's reports, traces and
@@ -249,16 +264,20 @@ func (t *Task) obsWait(kind waitKind) {
 // and is not a cancellation point.
 func (t *Task) SetName(name string) {
 	t.check("SetName")
-	t.obs.mu.Lock()
-	t.obs.name = name
-	t.obs.mu.Unlock()
+	r := t.obsRec()
+	r.mu.Lock()
+	r.name = name
+	r.mu.Unlock()
 	t.nameChanged()
 }
 
 // Name returns the name given by SetName, or "" if the task has none.
 func (t *Task) Name() string {
 	t.check("Name")
-	return t.obs.name
+	if r := t.obs.rec.Load(); r != nil {
+		return r.name
+	}
+	return ""
 }
 
 // fdModeString names a direction of an fd wait.
@@ -274,7 +293,7 @@ func fdModeString(m poller.Mode) string {
 
 // nameChanged passes a new name on to the trace and the profiler label.
 func (t *Task) nameChanged() {
-	t.loop.traceName(t, t.obs.name)
+	t.loop.traceName(t, t.x.obs.name)
 	t.nameLabel()
 }
 

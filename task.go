@@ -42,6 +42,7 @@ type Task struct {
 	moveTo    *loop                    // the loop the task asked to move to, set until its resumer sends it (balance.go)
 	dl        atomic.Pointer[deadline] // the earliest deadline on its scope chain (cancel.go); written under the run lock
 	id        uint32
+	parent    uint32     // immutable: the id of the task that started it (0: none), for observers
 	spawnPC   uintptr    // where Go (or Run) was called
 	x         *taskExtra // what only some tasks need, made on first use
 	obs       taskObs    // what observers read: name, parent, wait (obs.go)
@@ -68,6 +69,7 @@ type taskExtra struct {
 	park        parkSource     // the source of a parked wait (park.go)
 	parkW       *parkWaiter    // ... and the registration with it
 	finish      *finishHook    // callbacks to run when the task finishes (finish.go)
+	obs         obsRecord      // the name and wait observers read, once published in Task.obs (obs.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own

@@ -163,7 +163,7 @@ func (tr *traceState) stamp(l *loop) int64 {
 // traceSpawn records that t was started by its parent.
 func (l *loop) traceSpawn(t *Task) {
 	if tr := &l.obs.tr; tr.b != nil {
-		tr.b.Spawn(tr.stamp(l), t.obs.parent, t.id, t.job.funcPC())
+		tr.b.Spawn(tr.stamp(l), t.parent, t.id, t.job.funcPC())
 	}
 }
 

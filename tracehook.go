@@ -123,11 +123,13 @@ func (rs *runState) startTrace(o *options) (stop func()) {
 	case o.obs.flight > 0:
 		rec = flightRecorder(o.obs.flight)
 	default:
-		return nil
+		if rec = wtrace.Default(); rec == nil { // weft tour --trace
+			return nil
+		}
 	}
 	num := 1 // a stream holds one Run: the same program gives the same bytes
 	if o.obs.trace == nil {
-		num = rs.obs.num // the flight recorder holds them all
+		num = rs.obs.num // a shared recorder holds them all
 	}
 	for _, l := range rs.loops {
 		l.obs.tr.b = rec.NewBuffer(num, l.id)

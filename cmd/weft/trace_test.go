@@ -142,3 +142,26 @@ func TestWriteTraceFilesWritesTheTraceAndItsTimeline(t *testing.T) {
 	}
 	checkSVG(t, filepath.Join(dir, "fetch.svg"), "weft tour: fetch", "main", "worker")
 }
+
+// TestTourTraceWritesATimelinePerProgram runs two tour programs with
+// --trace: each gets a valid trace and an SVG that names its tasks.
+func TestTourTraceWritesATimelinePerProgram(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"tour", "--trace", dir, "fetch", "yield"}, &out, &errOut); code != 0 {
+		t.Fatalf("weft tour --trace exited %d: %s%s", code, out.String(), errOut.String())
+	}
+	for _, name := range []string{"fetch", "yield"} {
+		data, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := trace.Validate(data); err != nil {
+			t.Errorf("%s.json is not valid: %v", name, err)
+		}
+		if !strings.Contains(out.String(), filepath.Join(dir, name+".svg")) {
+			t.Errorf("the tour does not say where %s's trace is", name)
+		}
+	}
+	checkSVG(t, filepath.Join(dir, "fetch.svg"), "loop 0", "weft tour: fetch")
+}

@@ -63,7 +63,7 @@ func runTour(w io.Writer, args []string) error {
 			if cerr := rec.Close(); cerr != nil {
 				return fmt.Errorf("tour: tracing %s: %w", p.Name, cerr)
 			}
-			if terr := writeTraceFiles(traceDir, p.Name, traced.Bytes()); terr != nil {
+			if terr := writeTraceFiles(traceDir, p.Name, "weft tour: "+p.Name, traced.Bytes()); terr != nil {
 				return terr
 			}
 			fmt.Fprintf(w, "-- %s: trace in %s\n", p.Name, filepath.Join(traceDir, p.Name+".svg"))

@@ -133,7 +133,7 @@ func TestTraceCommandFailures(t *testing.T) {
 func TestWriteTraceFilesWritesTheTraceAndItsTimeline(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "traces")
 	data := sampleTrace(t)
-	if err := writeTraceFiles(dir, "fetch", data); err != nil {
+	if err := writeTraceFiles(dir, "fetch", "weft tour: fetch", data); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "fetch.json"))

@@ -92,9 +92,14 @@ func (rs *runState) snapshot() runSnap {
 // record is taken under a lock the loop holds only while it starts a
 // wait), so the picture is consistent per task, and a task that is
 // switching as Dump looks may show its previous state. The durations are
-// on each Run's clock (virtual under WithVirtualTime). Dump does not
-// suspend; it writes nothing if no Run is running.
+// on each Run's clock (virtual under WithVirtualTime); a running task's
+// time so far is not known to Dump (the watchdog reports one that runs
+// too long), nor how long a runnable one has been queued. Dump does not
+// suspend; it writes nothing if no Run is running. A nil w panics.
 func Dump(w io.Writer) {
+	if w == nil {
+		panic("weft: Dump with a nil writer")
+	}
 	bw := bufio.NewWriter(w)
 	for _, rs := range runningRuns() {
 		writeRunSnap(bw, rs.snapshot())

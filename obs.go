@@ -271,7 +271,8 @@ func (t *Task) SetName(name string) {
 	t.nameChanged()
 }
 
-// Name returns the name given by SetName, or "" if the task has none.
+// Name returns the name given by SetName, or "" if the task has none. It
+// does not suspend.
 func (t *Task) Name() string {
 	t.check("Name")
 	if r := t.obs.rec.Load(); r != nil {

@@ -84,6 +84,9 @@ var ErrNoFlightRecorder = errors.New("weft: no Run records a flight trace (see W
 // like WithTrace's. Any goroutine may call it while Runs go on: it does
 // not stop the loops.
 func WriteFlightRecord(w io.Writer, d time.Duration) error {
+	if w == nil {
+		return errors.New("weft: WriteFlightRecord with a nil writer")
+	}
 	flightMu.Lock()
 	r := flightRec
 	flightMu.Unlock()

@@ -35,7 +35,8 @@ const DefaultWatchdog = 100 * time.Millisecond
 // the stack of the task taken while it is stuck; it comes once per
 // episode. The watchdog is a goroutine of the Run's own, which ends with
 // it; it never needs the loops, and costs them one atomic store per task
-// switch. d < 0 panics with "weft:".
+// switch. With WithLogger(nil) there is no watchdog. d < 0 panics with
+// "weft:".
 func WithWatchdog(d time.Duration) Option {
 	if d < 0 {
 		panic("weft: WithWatchdog with a negative limit")

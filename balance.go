@@ -81,6 +81,7 @@ func (l *loop) send(to *loop, ts []*Task) {
 	}
 	rs.unlock()
 	to.post(func() {
+		to.traceSteal(l.id, len(ts))
 		for _, t := range ts {
 			if t.x != nil && t.x.batch {
 				to.batchq.push(t)

@@ -20,6 +20,7 @@ type extOp struct {
 	waiting atomic.Uint64 // the wait for op: its generation << 32 | the index of the loop it waits on
 	done    atomic.Bool   // fn has returned (set on the loop that started it)
 	fin     chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
+	tr      traceOp       // the work's lane and times, when tracing (tracehook.go)
 }
 
 // startExternal runs fn off the loop as external work of t's loop: start
@@ -28,6 +29,7 @@ type extOp struct {
 // loop marks op done and wakes t if t is waiting for it.
 func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 	l.external++
+	fn = l.traceExternal(op, fn)
 	start(func() {
 		fn()
 		if op.fin != nil {
@@ -37,6 +39,7 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 		// post is refused and there is nobody left to tell.
 		l.post(func() {
 			l.external--
+			l.traceExternalDone(op)
 			op.done.Store(true)
 			// The task may have stopped waiting for op (cancelled), moved to
 			// another loop and waited for op again there: wake it where it

@@ -139,7 +139,9 @@ func (ft *fdTable) wake(l *loop, fd int, ready poller.Mode) {
 // pollKernel asks the poller for events, waiting up to timeout ns (negative:
 // no limit), and wakes the tasks they concern.
 func (l *loop) pollKernel(timeout int64) {
+	start := l.tracePollStart()
 	evs, err := l.poller.Wait(time.Duration(timeout), l.events[:0])
+	l.tracePoll(start, len(evs))
 	if err != nil {
 		// The poller itself failed (not an fd): nothing sensible can go on.
 		panic(os.NewSyscallError("weft: poller", err))

@@ -20,7 +20,7 @@ import (
 var coreFiles = []string{
 	"balance.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
 	"doc.go", "errors.go", "external.go", "fdwait.go", "finish.go", "first.go", "group.go",
-	"labels.go", "loop.go", "park.go", "promise.go", "queue.go",
+	"labels.go", "loop.go", "obs.go", "dump.go", "watchdog.go", "tracehook.go", "tasklabels.go", "park.go", "promise.go", "queue.go",
 	"readiness_unix.go", "readynow_*.go", "run.go", "runstate.go", "sched.go", "task.go",
 	"timers.go", "unobserved.go",
 	"network.go", "seed.go", // simulation

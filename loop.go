@@ -127,6 +127,7 @@ type loop struct {
 	parkedInGo atomic.Bool
 	wakeCh     chan struct{} // capacity 1: kick's token for a loop parked in Go
 	parkTimer  *time.Timer   // loop-owned: bounds a park in Go (parkInGo)
+	obs        loopObs       // published for observers: the switch word (obs.go)
 	kaParked   *Task         // loop-owned: tasks parked on a keepAliveSource (park.go)
 	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (balance.go)
 	preempt    atomic.Uint32 // the running task's next Checkpoint must look (inbox)
@@ -158,6 +159,7 @@ func (l *loop) post(fn func()) bool {
 	l.inbox = append(l.inbox, fn)
 	l.inboxLen.Store(int32(len(l.inbox)))
 	l.inboxMu.Unlock()
+	l.obs.posts.Add(1)
 	// Pairs with block: either we see sleeping and wake the poller, or the
 	// loop sees inboxLen > 0 before it sleeps. A running task that is busy
 	// computing sees preempt at its next Checkpoint.
@@ -217,6 +219,7 @@ func (l *loop) postRelease(fn func(onLoop bool)) {
 }
 
 func (l *loop) drainInbox() {
+	l.traceFrom(fromInbox)
 	l.inboxMu.Lock()
 	batch := l.inbox
 	l.inbox = l.spare[:0]
@@ -247,6 +250,7 @@ func (l *loop) ready(t *Task) {
 		if t.waitKind == waitPark && t.x.kaLinked {
 			l.unlinkKeepAlive(t)
 		}
+		l.traceWake(t)
 	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
@@ -305,6 +309,7 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 	}
 	l.current = nil
 	if done {
+		l.traceFinished(t)
 		l.recycle(t)
 		return false
 	}
@@ -322,6 +327,7 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 func (l *loop) begin(t *Task) {
 	l.current = t
 	l.epoch++
+	l.obsBegin(t)
 	l.budget = taskBudget
 	if x := t.x; x != nil && x.checkpoints {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
@@ -340,6 +346,7 @@ func (l *loop) begin(t *Task) {
 // resumes that one at depth one, so that it can hand over directly to the
 // next.
 func (l *loop) suspend(t *Task) {
+	l.traceSuspend(t)
 	if !t.nested && !l.aborted && t.moveTo == nil {
 		l.driver = t // it may be queued, but its coroutine is busy: it must not move
 		for {
@@ -423,6 +430,7 @@ func (l *loop) run() {
 // another goroutine posts to the inbox. With a virtual clock and nothing
 // outside the loop to wait for, it jumps to the next deadline instead.
 func (l *loop) block() {
+	l.obsSleep()
 	timeout := int64(-1)
 	if next := l.timers.peek(); next != nil {
 		timeout = max(0, next.when-l.clock.Nanotime())
@@ -495,12 +503,14 @@ func (l *loop) fireTimers() { l.fireTimersAt(l.clock.Nanotime()) }
 
 // fireTimersAt is fireTimers with the time already read.
 func (l *loop) fireTimersAt(now int64) {
+	l.traceFrom(fromTimer)
 	for {
 		tm := l.timers.peek()
 		if tm == nil || tm.when > now {
 			return
 		}
 		l.timers.remove(tm)
+		l.obs.fired.Add(1)
 		if tm.task != nil {
 			if tm.task.state == stateWaiting && tm.task.waitKind == waitTimer {
 				l.ready(tm.task)

@@ -269,6 +269,7 @@ func poolOf(l *loop) *offloadPool {
 			workers = defaultOffloadWorkers()
 		}
 		p := newOffloadPool(workers, !s.noLoopPriority)
+		l.rs.obs.offload.Store(p)
 		return p, p.close
 	})
 }

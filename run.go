@@ -28,7 +28,8 @@ type options struct {
 	loggerSet bool
 	loops     int // WithLoops
 	loopsSet  bool
-	err       error // a bad option; Run returns it
+	obs       obsOptions // WithWatchdog, WithTrace (obs.go)
+	err       error      // a bad option; Run returns it
 }
 
 // WithContext makes ctx the parent of every task's Context: its values are
@@ -83,6 +84,9 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	rs.registerRun()
+	defer rs.unregisterRun()
+	defer rs.startObs(&o)()
 	l := rs.loops[0]
 	c := newTask(l, &rs.root.root, main, 0)
 	rs.main = &c.task

@@ -62,6 +62,8 @@ type runState struct {
 	graceNext int64
 	graceLoop *loop
 	stopped   sync.WaitGroup
+
+	obs runObs // the registry of live tasks and what observers need (obs.go)
 }
 
 // newID returns the next task id of the Run: 1 for main, then 2, 3...

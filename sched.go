@@ -139,6 +139,7 @@ func (t *Task) checkpoint() error {
 	}
 	l := t.loop
 	l.preempt.Store(0)
+	l.obsCheckpoint()
 	now := l.clock.Nanotime()
 
 	// Adapt the stride so that slow paths come about once per poll period.
@@ -211,6 +212,7 @@ func (t *Task) checkpoint() error {
 		}
 		return nil
 	}
+	l.obs.tr.why = whyPreempted
 	l.suspend(t)
 	return t.cancelPoint()
 }
@@ -236,6 +238,7 @@ func (t *Task) spend() {
 		return
 	}
 	l.ready(t)
+	l.obs.tr.why = whyBudget
 	l.suspend(t)
 }
 

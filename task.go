@@ -43,8 +43,10 @@ type Task struct {
 	moveTo    *loop                    // the loop the task asked to move to, set until its resumer sends it (balance.go)
 	dl        atomic.Pointer[deadline] // the earliest deadline on its scope chain (cancel.go); written under the run lock
 	id        uint32
+	parent    uint32     // immutable: the id of the task that started it (0: none), for observers
 	spawnPC   uintptr    // where Go (or Run) was called
 	x         *taskExtra // what only some tasks need, made on first use
+	obs       taskObs    // what observers read: name, parent, wait (obs.go)
 }
 
 // taskExtra holds the parts of a task that most tasks never need, so that
@@ -73,6 +75,7 @@ type taskExtra struct {
 	kaPrev, kaNext *Task
 	kaLinked       bool
 	finish         *finishHook // callbacks to run when the task finishes (finish.go)
+	obs            obsRecord   // the name and wait observers read, once published in Task.obs (obs.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own
@@ -148,7 +151,7 @@ func (c *taskCell[T]) RunJob() {
 	var v T
 	var err error
 	returned := false
-	setProfLabel(t.rs.labels)
+	setProfLabel(t.startLabels())
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {
@@ -201,6 +204,7 @@ func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintp
 	t.root.link(parent)
 	t.inherit(parent)
 	l.rs.unlock()
+	l.rs.obsSpawn(t, parent)
 	l.live++
 	return c
 }
@@ -255,6 +259,7 @@ func (t *Task) finish(err error) {
 	}
 	rs.unlock()
 	t.closeContext()
+	rs.obsFinish(t)
 	l.live--
 	if err != nil && t != rs.main && !isCancellation(err) && !rs.isDeadlockErr(err) {
 		rs.noteFailure(t, err)
@@ -299,6 +304,7 @@ func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintp
 	}
 	l.ready(&c.task)
 	l.ready(t)
+	l.obs.tr.why = whySpawned
 	l.suspend(t)
 	return &c.promise
 }
@@ -367,6 +373,7 @@ func (t *Task) block(kind waitKind) error {
 	if x := t.x; x != nil {
 		x.cpu, x.batch = 0, false // it waits on its own: interactive again
 	}
+	t.obsWait(kind)
 	t.loop.suspend(t)
 	return t.takeWakeErr()
 }

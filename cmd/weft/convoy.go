@@ -22,6 +22,7 @@ type convoyConfig struct {
 	conns    []int         // connection counts N, ascending
 	variants []*variant
 	svg      string // chart file, or ""
+	trace    string // trace file of the first weft case with workers, or ""
 	markdown bool   // also print the table as Markdown
 }
 
@@ -38,7 +39,11 @@ func convoy(stdout, stderr io.Writer, args []string) error {
 	if err != nil || cfg == nil {
 		return err
 	}
+	convoyTrace = cfg.trace
 	results, failed := runConvoy(cfg, stderr)
+	if convoyTraceErr != nil {
+		return convoyTraceErr
+	}
 	all := make([][]row, len(results))
 	for i, vr := range results {
 		all[i] = rows(cfg, vr)
@@ -132,6 +137,7 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 	vs := fs.String("variants", "all", "variants to run, comma-separated: "+variantKeys()+" (or all)")
 	fs.StringVar(&cfg.svg, "svg", "", "write a bar chart of req/s by k (N=1) to this SVG `file`")
 	fs.BoolVar(&cfg.markdown, "markdown", false, "also print the table as Markdown")
+	fs.StringVar(&cfg.trace, "trace", "", "record the first weft case with workers and write its trace to this `file`.json and its timeline to file.svg (use a short -duration)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: weft bench convoy [flags]")
 		fs.PrintDefaults()

@@ -1,13 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
 	"github.com/weft-go/weft/internal/echo"
+)
+
+// convoyTrace is -trace's file until the first weft case with workers has
+// written it; convoyTraceErr is the error writing it.
+var (
+	convoyTrace    string
+	convoyTraceErr error
 )
 
 // runWeftCase runs one case of the weft variants: one loop with the echo
@@ -36,6 +47,11 @@ func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (mea
 	if offload && k > 0 {
 		opts = append(opts, weft.WithOffloadWorkers(k)) // every worker at once
 	}
+	var traced *bytes.Buffer
+	if convoyTrace != "" && k > 0 {
+		traced = new(bytes.Buffer)
+		opts = append(opts, weft.WithTrace(traced))
+	}
 	_, runErr := weft.Run(func(t *weft.Task) (struct{}, error) {
 		ln, err := weft.Listen(t, "tcp", "127.0.0.1:0")
 		if err != nil {
@@ -52,6 +68,7 @@ func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (mea
 			done <- driven{m, err}
 		}()
 		ps := []*weft.Promise[struct{}]{weft.Go(t, func(t *weft.Task) (struct{}, error) {
+			t.SetName("echo server")
 			defer halt()
 			return struct{}{}, echo.Serve(t, ln)
 		})}
@@ -62,6 +79,7 @@ func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (mea
 				work = offloadTask
 			}
 			ps = append(ps, weft.Go(t, func(t *weft.Task) (struct{}, error) {
+				t.SetName(fmt.Sprintf("worker %d", i+1))
 				defer halt()
 				return struct{}{}, work(t, s, &stop)
 			}))
@@ -70,6 +88,12 @@ func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (mea
 		return struct{}{}, err
 	}, opts...)
 	cancel() // the driver gives up if the loop ended early
+	if traced != nil {
+		name := strings.TrimSuffix(filepath.Base(convoyTrace), ".json")
+		convoyTraceErr = writeTraceFiles(filepath.Dir(convoyTrace), name,
+			fmt.Sprintf("weft bench convoy: the echo server beside %d CPU-bound workers, switch interval %v", k, interval), traced.Bytes())
+		convoyTrace = "" // the first case only
+	}
 	if !started {
 		return measure{}, runErr
 	}

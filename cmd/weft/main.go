@@ -60,7 +60,9 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: weft <command> [arguments]
 
 commands:
-  tour [name...]   run the programs that define weft's behaviour (all by default)
+  tour [--trace DIR] [name...]
+                   run the programs that define weft's behaviour (all by default);
+                   --trace writes each one's trace and timeline to DIR/NAME.json, .svg
   bench            core benchmarks beside their Go-native twins, with ratios
   bench convoy     an echo server beside k CPU-bound workers: weft tasks, weft
                    Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k

@@ -1,17 +1,36 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/weft-go/weft/internal/tour"
+	"github.com/weft-go/weft/internal/trace"
 )
 
 // runTour runs the named programs (all if none), each under a heading, with
 // its output and the time it took.
-func runTour(w io.Writer, names []string) error {
+func runTour(w io.Writer, args []string) error {
+	var traceDir string
+	var names []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--trace" || a == "-trace":
+			if i+1 == len(args) {
+				return fmt.Errorf("tour: --trace needs a directory")
+			}
+			i++
+			traceDir = args[i]
+		case strings.HasPrefix(a, "--trace=") || strings.HasPrefix(a, "-trace="):
+			traceDir = a[strings.IndexByte(a, '=')+1:]
+		default:
+			names = append(names, a)
+		}
+	}
 	progs := tour.Programs
 	if len(names) > 0 {
 		progs = nil
@@ -30,9 +49,25 @@ func runTour(w io.Writer, names []string) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "== %s: %s\n", p.Name, p.Doc)
+		var traced bytes.Buffer
+		if traceDir != "" {
+			// The program's Runs record into one document, a process each.
+			trace.SetDefault(trace.NewStream(&traced))
+		}
 		start := time.Now()
 		err := p.Run(w)
 		took[i] = time.Since(start)
+		if traceDir != "" {
+			rec := trace.Default()
+			trace.SetDefault(nil)
+			if cerr := rec.Close(); cerr != nil {
+				return fmt.Errorf("tour: tracing %s: %w", p.Name, cerr)
+			}
+			if terr := writeTraceFiles(traceDir, p.Name, "weft tour: "+p.Name, traced.Bytes()); terr != nil {
+				return terr
+			}
+			fmt.Fprintf(w, "-- %s: trace in %s\n", p.Name, filepath.Join(traceDir, p.Name+".svg"))
+		}
 		fmt.Fprintf(w, "-- %s took %.2fs\n", p.Name, took[i].Seconds())
 		if err != nil {
 			fmt.Fprintf(w, "-- %s failed: %v\n", p.Name, err)

@@ -74,7 +74,7 @@ func traceCmd(stdout, stderr io.Writer, args []string) error {
 // writeTraceFiles writes a trace (the JSON WithTrace wrote) to
 // DIR/NAME.json and its timeline to DIR/NAME.svg, making DIR if need be:
 // what `weft tour --trace DIR` does for each program.
-func writeTraceFiles(dir, name string, data []byte) error {
+func writeTraceFiles(dir, name, title string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
@@ -82,7 +82,7 @@ func writeTraceFiles(dir, name string, data []byte) error {
 	if err := os.WriteFile(base+".json", data, 0o644); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
-	return writeSVGFile(base+".svg", data, trace.SVGOptions{Title: "weft tour: " + name})
+	return writeSVGFile(base+".svg", data, trace.SVGOptions{Title: title})
 }
 
 // writeSVGFile renders the trace data into the file path.

@@ -133,7 +133,7 @@ func TestTraceCommandFailures(t *testing.T) {
 func TestWriteTraceFilesWritesTheTraceAndItsTimeline(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "traces")
 	data := sampleTrace(t)
-	if err := writeTraceFiles(dir, "fetch", data); err != nil {
+	if err := writeTraceFiles(dir, "fetch", "weft tour: fetch", data); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "fetch.json"))
@@ -141,4 +141,27 @@ func TestWriteTraceFilesWritesTheTraceAndItsTimeline(t *testing.T) {
 		t.Fatalf("fetch.json: %v, same: %v", err, bytes.Equal(got, data))
 	}
 	checkSVG(t, filepath.Join(dir, "fetch.svg"), "weft tour: fetch", "main", "worker")
+}
+
+// TestTourTraceWritesATimelinePerProgram runs two tour programs with
+// --trace: each gets a valid trace and an SVG that names its tasks.
+func TestTourTraceWritesATimelinePerProgram(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"tour", "--trace", dir, "fetch", "yield"}, &out, &errOut); code != 0 {
+		t.Fatalf("weft tour --trace exited %d: %s%s", code, out.String(), errOut.String())
+	}
+	for _, name := range []string{"fetch", "yield"} {
+		data, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := trace.Validate(data); err != nil {
+			t.Errorf("%s.json is not valid: %v", name, err)
+		}
+		if !strings.Contains(out.String(), filepath.Join(dir, name+".svg")) {
+			t.Errorf("the tour does not say where %s's trace is", name)
+		}
+	}
+	checkSVG(t, filepath.Join(dir, "fetch.svg"), "loop 0", "weft tour: fetch")
 }

@@ -33,7 +33,7 @@ func Serve(t *weft.Task, ln *weft.Listener) error {
 			if err != nil {
 				return err
 			}
-			g.Go(func(t *weft.Task) error { return Conn(t, c) })
+			g.Go(func(t *weft.Task) error { t.SetName("echo conn"); return Conn(t, c) })
 		}
 	})
 	if errors.Is(err, errStop) {

@@ -1,0 +1,284 @@
+package weft
+
+// Dump: every live task of every running Run, from the published records
+// (obs.go), without asking any loop for anything.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weft-go/weft/internal/poller"
+)
+
+// taskSnap is one task as a dump sees it.
+type taskSnap struct {
+	id, parent uint32
+	loop       int
+	name       string
+	fn         uintptr
+	spawnPC    uintptr
+	state      taskView
+	rec        obsWaitRec // valid if state is viewWaiting
+}
+
+type taskView uint8
+
+const (
+	viewRunnable taskView = iota // not running and not waiting: queued (or about to be)
+	viewRunning
+	viewWaiting
+)
+
+// runSnap is a Run as a dump sees it.
+type runSnap struct {
+	num     int
+	loops   int
+	now     int64 // the Run's clock when the snapshot was taken
+	virtual bool
+	wall    time.Time // the Run's clock as a time, for deadlines
+	tasks   []taskSnap
+}
+
+// snapshot copies what observers may see of rs's live tasks. It holds the
+// run lock (with several loops) and the registry's lock for the copy
+// only: about 50 ns a task.
+func (rs *runState) snapshot() runSnap {
+	s := runSnap{num: rs.obs.num, loops: len(rs.loops), virtual: rs.clock.Virtual()}
+	running := make([]uint32, len(rs.loops))
+	for i, l := range rs.loops {
+		running[i] = uint32(l.obs.run.Load())
+	}
+	rs.lock()
+	o := &rs.obs
+	o.mu.Lock()
+	s.tasks = make([]taskSnap, 0, o.count)
+	for t := o.head; t != nil; t = t.obs.next {
+		ts := taskSnap{id: t.id, parent: t.parent, loop: t.loop.id, fn: t.job.funcPC(), spawnPC: t.spawnPC}
+		tok := t.waitTok.Load()
+		if r := t.obs.rec.Load(); r != nil {
+			r.mu.Lock()
+			ts.name = r.name
+			if r.haveWait && tok != 0 && r.w.gen == tok {
+				ts.state, ts.rec = viewWaiting, r.w
+			}
+			r.mu.Unlock()
+		}
+		if ts.state != viewWaiting && running[ts.loop] == t.id {
+			ts.state = viewRunning
+		}
+		s.tasks = append(s.tasks, ts)
+	}
+	o.mu.Unlock()
+	rs.unlock()
+	s.now = rs.clock.Nanotime()
+	s.wall = rs.clock.Now()
+	slices.SortFunc(s.tasks, func(a, b taskSnap) int { return int(a.id) - int(b.id) })
+	return s
+}
+
+// Dump writes every live task of every running Run to w, as a tree per
+// loop: for each task its id, name, function, parent, state (running,
+// runnable, or waiting and on what: a promise, a channel or lock, a timer
+// and its deadline, an fd and its direction, off-loop work), how long it
+// has waited, where it waits and where it was started (file:line in the
+// caller's code).
+//
+// Any goroutine may call Dump at any time, a task included: it never waits
+// for a loop. It reads what the loops publish as they go (each task's
+// record is taken under a lock the loop holds only while it starts a
+// wait), so the picture is consistent per task, and a task that is
+// switching as Dump looks may show its previous state. The durations are
+// on each Run's clock (virtual under WithVirtualTime); a running task's
+// time so far is not known to Dump (the watchdog reports one that runs
+// too long), nor how long a runnable one has been queued. Dump does not
+// suspend; it writes nothing if no Run is running. A nil w panics.
+func Dump(w io.Writer) {
+	if w == nil {
+		panic("weft: Dump with a nil writer")
+	}
+	bw := bufio.NewWriter(w)
+	for _, rs := range runningRuns() {
+		writeRunSnap(bw, rs.snapshot())
+	}
+	bw.Flush()
+}
+
+// writeRunSnap writes one Run's tasks, a tree per loop.
+func writeRunSnap(w *bufio.Writer, s runSnap) {
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, what)
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	fmt.Fprintf(w, "weft run %d: %s, %s\n", s.num, plural(s.loops, "loop"), plural(len(s.tasks), "task"))
+	byLoop := make([][]*taskSnap, s.loops)
+	for i := range s.tasks {
+		ts := &s.tasks[i]
+		byLoop[ts.loop] = append(byLoop[ts.loop], ts)
+	}
+	sites := siteCache{pcs: map[uintptr]string{}, stacks: map[[8]uintptr]string{}}
+	for li, tasks := range byLoop {
+		fmt.Fprintf(w, "loop %d: %s\n", li, plural(len(tasks), "task"))
+		here := map[uint32]bool{}
+		children := map[uint32][]*taskSnap{}
+		for _, ts := range tasks {
+			here[ts.id] = true
+		}
+		var roots []*taskSnap
+		for _, ts := range tasks {
+			if ts.parent != 0 && here[ts.parent] {
+				children[ts.parent] = append(children[ts.parent], ts)
+			} else {
+				roots = append(roots, ts)
+			}
+		}
+		var walk func(ts *taskSnap, depth int)
+		walk = func(ts *taskSnap, depth int) {
+			w.WriteString(strings.Repeat("  ", depth+1))
+			writeTaskLine(w, s, ts, &sites)
+			for _, c := range children[ts.id] {
+				walk(c, depth+1)
+			}
+		}
+		for _, ts := range roots {
+			walk(ts, 0)
+		}
+	}
+}
+
+// writeTaskLine writes one task:
+//
+//	task 3 "fetch" (main.fetch) parent 1: waiting on timer (Sleep, due in 1s) for 2s at x.go:12; started at x.go:30
+func writeTaskLine(w *bufio.Writer, s runSnap, ts *taskSnap, sites *siteCache) {
+	fmt.Fprintf(w, "task %d", ts.id)
+	if ts.name != "" {
+		fmt.Fprintf(w, " %q", ts.name)
+	} else if ts.id == 1 {
+		w.WriteString(` "main"`)
+	}
+	fmt.Fprintf(w, " (%s)", sites.fn(ts.fn))
+	if ts.parent != 0 {
+		fmt.Fprintf(w, " parent %d", ts.parent)
+	}
+	w.WriteString(": ")
+	switch ts.state {
+	case viewRunning:
+		w.WriteString("running")
+	case viewRunnable:
+		w.WriteString("runnable")
+	case viewWaiting:
+		r := &ts.rec
+		w.WriteString("waiting on ")
+		w.WriteString(describeWait(s, r))
+		fmt.Fprintf(w, " for %s", fmtDur(s.now-r.since))
+		if site := sites.user(r.pcs); site != "?" {
+			fmt.Fprintf(w, " at %s", site)
+		}
+	}
+	started := "Run"
+	if ts.spawnPC != 0 {
+		started = sites.pc(ts.spawnPC)
+	}
+	fmt.Fprintf(w, "; started at %s\n", started)
+}
+
+// siteCache remembers the sites a dump has rendered: many tasks share
+// them, and rendering one costs microseconds.
+type siteCache struct {
+	pcs    map[uintptr]string
+	stacks map[[8]uintptr]string
+}
+
+func (c *siteCache) pc(pc uintptr) string {
+	s, ok := c.pcs[pc]
+	if !ok {
+		s = pcSite(pc)
+		c.pcs[pc] = s
+	}
+	return s
+}
+
+func (c *siteCache) fn(pc uintptr) string {
+	s, ok := c.pcs[^pc] // function entries, kept apart from call sites
+	if !ok {
+		s = shortFuncName(funcNameOf(pc))
+		c.pcs[^pc] = s
+	}
+	return s
+}
+
+func (c *siteCache) user(pcs [8]uintptr) string {
+	s, ok := c.stacks[pcs]
+	if !ok {
+		s = userSite(pcs[:])
+		c.stacks[pcs] = s
+	}
+	return s
+}
+
+// describeWait names what a wait waits on.
+func describeWait(s runSnap, r *obsWaitRec) string {
+	switch r.kind {
+	case waitPromise:
+		return "promise (" + opOr(r.op, "Await") + ")"
+	case waitMulti:
+		return "promises (" + opOr(r.op, "All") + ")"
+	case waitTimer:
+		due := r.detail - s.now
+		if due < 0 {
+			due = 0
+		}
+		deadline := s.wall.Add(time.Duration(due))
+		return fmt.Sprintf("timer (%s, due in %s, at %s)", opOr(r.op, "Sleep"), fmtDur(due), deadline.UTC().Format("15:04:05.000"))
+	case waitFD:
+		return fmt.Sprintf("fd %d (%s)", r.detail>>2, fdModeString(poller.Mode(r.detail&3)))
+	case waitExternal:
+		return "off-loop work (Offload)"
+	case waitPark:
+		switch {
+		case strings.HasPrefix(r.op, "Chan.") || r.op == "Select":
+			return "channel (" + r.op + ")"
+		case strings.HasPrefix(r.op, "Mutex.") || strings.HasPrefix(r.op, "Semaphore."):
+			return "lock (" + r.op + ")"
+		case strings.HasPrefix(r.op, "Event."):
+			return "event (" + r.op + ")"
+		}
+		return opOr(r.op, "a wait source")
+	}
+	return "?"
+}
+
+func opOr(op, def string) string {
+	if op == "" {
+		return def
+	}
+	return op
+}
+
+// shortFuncName drops the import path from a function name:
+// "github.com/x/y.f.func1" becomes "y.f.func1".
+func shortFuncName(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// fmtDur writes a duration rounded for a human: 1.5s, 20ms, 300µs.
+func fmtDur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	case d >= time.Microsecond:
+		return d.Round(time.Microsecond).String()
+	}
+	return d.String()
+}

@@ -1,0 +1,308 @@
+package weft
+
+// Observation: what Dump, the watchdog, RunStats and DebugHandler read
+// while the loops run (DESIGN.md, "Observability").
+//
+// The loops' own state is loop-owned and lock-free, so an observer on
+// another goroutine must not read it. What observers need is published
+// here, off the loops' hot paths, in three places:
+//
+//  1. The registry of running Runs (runs, under runsMu): a Run joins it
+//     when it starts and leaves it when it returns, so nothing is kept
+//     after a Run ends.
+//  2. Each Run's registry of live tasks: an intrusive list (taskObs.prev,
+//     next) under runObs.mu, joined in newTask and left in finish. A
+//     task's published record (its name, its parent, its current wait)
+//     is guarded by its own taskObs.mu, written by the task's loop when
+//     the task starts to wait (block) and by SetName.
+//  3. Each loop's switch word (loopObs.run): the id of the task it runs
+//     and a sequence number bumped at every resumption and slow
+//     Checkpoint, or 0 while the loop sleeps. One atomic store per switch
+//     is all an observer costs a loop; the watchdog samples it.
+//
+// Invariants:
+//
+//  1. Observers never wait for a loop: they take only runsMu, runObs.mu,
+//     taskObs.mu and (with several loops) the run lock, each held by the
+//     loops for a few instructions at a time.
+//  2. Lock order: the run lock, then runObs.mu, then taskObs.mu.
+//  3. A task is in its Run's registry from newTask until finish: exactly
+//     the tasks walkTasks sees, without needing the scope tree.
+
+import (
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/weft-go/weft/internal/poller"
+)
+
+// The running Runs, in start order.
+var (
+	runsMu  sync.Mutex
+	runs    []*runState // guarded by runsMu
+	runsSeq int         // guarded by runsMu: Runs started, for their numbers
+)
+
+// runObs is a Run's observation state.
+type runObs struct {
+	num int // immutable once registered: the Run's number, from 1
+
+	mu    sync.Mutex // guards the task list
+	head  *Task      // guarded by mu: the live tasks, newest first
+	count int        // guarded by mu: tasks in the list
+	start time.Time  // immutable: when the Run started (wall clock)
+
+	wd *watchdog // nil: off
+
+	offload atomic.Value // the Run's offload pool once made (its stats method: stats.go)
+
+	noLabels bool // immutable: WithTaskLabels(false)
+}
+
+// startObs starts what the options ask for: the watchdog, tracing, the
+// profiler label. It returns what ends them, after the loops have ended.
+func (rs *runState) startObs(o *options) (end func()) {
+	rs.obs.noLabels = o.obs.noLabels
+	wd := rs.startWatchdog(o)
+	stopTrace := rs.startTrace(o)
+	return func() {
+		if wd != nil {
+			wd.end()
+		}
+		if stopTrace != nil {
+			stopTrace()
+		}
+	}
+}
+
+// taskObs is a task's place in the registry and its published record.
+// It is small (a task that never waits nor sets its name needs no
+// record): the record lives in the task's extra part.
+type taskObs struct {
+	prev, next *Task                     // guarded by the Run's runObs.mu
+	rec        atomic.Pointer[obsRecord] // &t.x.obs once published (by its loop)
+}
+
+// obsRecord is what a task publishes about itself.
+type obsRecord struct {
+	mu       sync.Mutex
+	name     string     // guarded by mu; written only by the task itself
+	haveWait bool       // guarded by mu: w holds the current or last wait
+	w        obsWaitRec // guarded by mu
+}
+
+// obsRec returns t's record, publishing it on first use. Only t's loop
+// (or t itself) calls it.
+func (t *Task) obsRec() *obsRecord {
+	if r := t.obs.rec.Load(); r != nil {
+		return r
+	}
+	r := &t.extra().obs
+	t.obs.rec.Store(r)
+	return r
+}
+
+// obsWaitRec describes a wait as the loop published it.
+type obsWaitRec struct {
+	gen    uint32   // the wait's generation: current while t.waitTok holds it
+	kind   waitKind // what it waits on
+	op     string   // the operation, if known ("Await", "Chan.Recv")
+	since  int64    // when it began, on the Run's clock
+	detail int64    // a timer's deadline; an fd<<2 | its poller.Mode
+	pcs    [8]uintptr
+}
+
+// loopObs is a loop's published switch word and counters.
+type loopObs struct {
+	seq uint64        // loop-owned: resumptions
+	run atomic.Uint64 // uint32(seq)<<32 | id of the task running (0 while the loop sleeps)
+	cps atomic.Uint32 // slow Checkpoints: progress too, for the watchdog
+	tr  traceState    // loop-owned: tracing (tracehook.go)
+
+	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (tasklabels.go)
+
+	// Counters for Stats, each written by the loop alone.
+	seqPub   atomic.Uint64 // seq, published every 64 resumptions and before sleeping (see switches)
+	spawned  atomic.Uint64 // tasks started on the loop
+	polls    atomic.Uint64 // looks at the kernel
+	pollNs   atomic.Int64  // ... and the time spent in them
+	fired    atomic.Uint64 // timers that came due
+	posts    atomic.Uint64 // messages posted to the inbox (by any goroutine)
+	received atomic.Uint64 // tasks handed over to this loop by others
+}
+
+// registerRun adds rs to the running Runs.
+func (rs *runState) registerRun() {
+	runsMu.Lock()
+	runsSeq++
+	rs.obs.num = runsSeq
+	runs = append(runs, rs)
+	runsMu.Unlock()
+}
+
+// unregisterRun removes rs from the running Runs.
+func (rs *runState) unregisterRun() {
+	runsMu.Lock()
+	if i := slices.Index(runs, rs); i >= 0 {
+		runs = slices.Delete(runs, i, i+1)
+	}
+	runsMu.Unlock()
+}
+
+// runningRuns returns the running Runs, in start order.
+func runningRuns() []*runState {
+	runsMu.Lock()
+	defer runsMu.Unlock()
+	return slices.Clone(runs)
+}
+
+// obsSpawn registers the new task t, started from the scope parent.
+func (rs *runState) obsSpawn(t *Task, parent *scope) {
+	if p := parent.task; p != nil && p != &rs.root {
+		t.parent = p.id
+	}
+	t.loop.obs.spawned.Add(1)
+	o := &rs.obs
+	o.mu.Lock()
+	t.obs.next = o.head
+	if o.head != nil {
+		o.head.obs.prev = t
+	}
+	o.head = t
+	o.count++
+	o.mu.Unlock()
+	t.loop.traceSpawn(t)
+}
+
+// obsFinish removes the finished task t from the registry.
+func (rs *runState) obsFinish(t *Task) {
+	o := &rs.obs
+	o.mu.Lock()
+	if p := t.obs.prev; p != nil {
+		p.obs.next = t.obs.next
+	} else if o.head == t {
+		o.head = t.obs.next
+	}
+	if n := t.obs.next; n != nil {
+		n.obs.prev = t.obs.prev
+	}
+	t.obs.prev, t.obs.next = nil, nil
+	o.count--
+	o.mu.Unlock()
+}
+
+// obsResume publishes that the loop runs t now (at a resumption, and at a
+// Checkpoint's slow path: either one is progress for the watchdog).
+func (l *loop) obsResume(t *Task) {
+	l.obs.seq++
+	l.obs.run.Store(uint64(l.obs.seq)<<32 | uint64(t.id))
+	if l.obs.seq&63 == 0 {
+		l.obs.seqPub.Store(l.obs.seq)
+	}
+}
+
+// obsCheckpoint publishes that t, running, reached a slow Checkpoint.
+func (l *loop) obsCheckpoint() { l.obs.cps.Add(1) }
+
+// switches returns the loop's resumptions so far: the 64-bit count last
+// published, advanced by the low 32 bits of the switch word, which are
+// never 2^32 switches ahead of it.
+func (o *loopObs) switches() uint64 {
+	pub := o.seqPub.Load()
+	low := uint32(o.run.Load() >> 32)
+	return pub + uint64(low-uint32(pub))
+}
+
+// obsBegin publishes and traces that the loop resumes t.
+func (l *loop) obsBegin(t *Task) {
+	l.obsResume(t)
+	l.traceResume(t)
+}
+
+// obsSleep publishes that the loop runs no task: it is about to sleep.
+func (l *loop) obsSleep() {
+	l.obs.run.Store(uint64(l.obs.seq) << 32)
+	l.obs.seqPub.Store(l.obs.seq)
+	l.tracePublish()
+}
+
+// obsWait publishes the wait of kind t is about to suspend in (block).
+func (t *Task) obsWait(kind waitKind) {
+	x := t.x
+	r := t.obsRec()
+	rec := &r.w
+	r.mu.Lock()
+	r.haveWait = true
+	rec.gen, rec.kind, rec.op = t.waitGen, kind, ""
+	rec.since = t.loop.clock.Nanotime()
+	rec.detail = 0
+	switch kind {
+	case waitPromise, waitMulti, waitPark:
+		if ws := x.w; ws != nil {
+			rec.op, rec.pcs = ws.op, ws.pcs
+		}
+	default:
+		clear(rec.pcs[:])
+		fpCallers(rec.pcs[:])
+		switch kind {
+		case waitTimer:
+			rec.op, rec.detail = "Sleep", x.timer.when
+		case waitFD:
+			rec.detail = int64(x.fd)<<2 | int64(x.fdMode)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// SetName names the task, for Dump, the watchdog's reports, traces and
+// profiles (the pprof label weft.task). A task has no name until it sets
+// one; reports then show its id and function. SetName does not suspend
+// and is not a cancellation point.
+func (t *Task) SetName(name string) {
+	t.check("SetName")
+	r := t.obsRec()
+	r.mu.Lock()
+	r.name = name
+	r.mu.Unlock()
+	t.nameChanged()
+}
+
+// Name returns the name given by SetName, or "" if the task has none. It
+// does not suspend.
+func (t *Task) Name() string {
+	t.check("Name")
+	if r := t.obs.rec.Load(); r != nil {
+		return r.name
+	}
+	return ""
+}
+
+// fdModeString names a direction of an fd wait.
+func fdModeString(m poller.Mode) string {
+	switch m {
+	case poller.Read:
+		return "read"
+	case poller.Write:
+		return "write"
+	}
+	return "read+write"
+}
+
+// nameChanged passes a new name on to the trace and the profiler label.
+func (t *Task) nameChanged() {
+	t.loop.traceName(t, t.x.obs.name)
+	t.nameLabel()
+}
+
+// obsOptions are the observation options of Run.
+type obsOptions struct {
+	watchdog    time.Duration // WithWatchdog
+	watchdogSet bool
+	trace       io.Writer     // WithTrace
+	flight      time.Duration // WithFlightRecorder
+	noLabels    bool          // WithTaskLabels(false)
+}

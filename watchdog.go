@@ -1,0 +1,222 @@
+package weft
+
+// The watchdog: a goroutine beside a Run's loops that notices a task
+// holding its loop too long without suspending or reaching a Checkpoint.
+//
+// It never needs the loop. Every loop publishes a switch word at each
+// resumption and slow Checkpoint (obs.go); the watchdog samples the words
+// every quarter of its limit, and a word that names a task and has not
+// changed for the limit is an episode. It reports an episode once, at
+// Warn through the Run's logger, with the task's name, how long it has
+// held the loop and the stack of the task's goroutine taken then, from
+// a dump of all goroutines (runtime.Stack, which stops the world for a
+// moment: once per episode, never while nothing is stuck). The goroutine's
+// state in that dump names the likely cause.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// DefaultWatchdog is the watchdog's limit when WithWatchdog is not given.
+const DefaultWatchdog = 100 * time.Millisecond
+
+// WithWatchdog sets how long a task may hold its loop without reaching a
+// suspension point or a Checkpoint before the Run reports it (the default
+// is DefaultWatchdog, 100 ms; 0 turns the watchdog off). A report is a
+// Warn record through the Run's logger (see WithLogger) with the task's
+// name, how long so far, the likely cause (a Go channel operation, a sync
+// lock, time.Sleep, a blocking system call, or CPU without Checkpoint) and
+// the stack of the task taken while it is stuck; it comes once per
+// episode. The watchdog is a goroutine of the Run's own, which ends with
+// it; it never needs the loops, and costs them one atomic store per task
+// switch. With WithLogger(nil) there is no watchdog. d < 0 panics with
+// "weft:".
+func WithWatchdog(d time.Duration) Option {
+	if d < 0 {
+		panic("weft: WithWatchdog with a negative limit")
+	}
+	return func(o *options) {
+		o.obs.watchdog = d
+		o.obs.watchdogSet = true
+	}
+}
+
+// watchdog is a Run's watchdog goroutine.
+type watchdog struct {
+	rs    *runState
+	limit time.Duration
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// startWatchdog starts rs's watchdog if its options ask for one; stop it
+// with its end method.
+func (rs *runState) startWatchdog(o *options) *watchdog {
+	limit := DefaultWatchdog
+	if o.obs.watchdogSet {
+		limit = o.obs.watchdog
+	}
+	if limit <= 0 || rs.logger == nil {
+		return nil
+	}
+	wd := &watchdog{rs: rs, limit: limit, stop: make(chan struct{}), done: make(chan struct{})}
+	rs.obs.wd = wd
+	go wd.run()
+	return wd
+}
+
+// end stops the watchdog and waits for its goroutine to return.
+func (wd *watchdog) end() {
+	close(wd.stop)
+	<-wd.done
+}
+
+// loopWatch is the watchdog's view of one loop.
+type loopWatch struct {
+	word     uint64    // the switch word last seen
+	cps      uint32    // ... and the count of slow Checkpoints
+	since    time.Time // when it was first seen
+	reported bool      // this episode has been reported
+}
+
+func (wd *watchdog) run() {
+	defer close(wd.done)
+	period := max(wd.limit/4, time.Millisecond)
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	watch := make([]loopWatch, len(wd.rs.loops))
+	for {
+		select {
+		case <-wd.stop:
+			return
+		case now := <-tick.C:
+			for i, l := range wd.rs.loops {
+				lw := &watch[i]
+				w, cps := l.obs.run.Load(), l.obs.cps.Load()
+				if w != lw.word || cps != lw.cps {
+					*lw = loopWatch{word: w, cps: cps, since: now}
+					continue
+				}
+				if id := uint32(w); id != 0 && !lw.reported && now.Sub(lw.since) >= wd.limit {
+					lw.reported = true
+					wd.report(i, id, now.Sub(lw.since))
+				}
+			}
+		}
+	}
+}
+
+// report logs the episode of task id holding loop li for d so far.
+func (wd *watchdog) report(li int, id uint32, d time.Duration) {
+	rs := wd.rs
+	var ts *taskSnap
+	snap := rs.snapshot()
+	for i := range snap.tasks {
+		if snap.tasks[i].id == id {
+			ts = &snap.tasks[i]
+		}
+	}
+	if ts == nil {
+		return // it finished meanwhile
+	}
+	fn := funcNameOf(ts.fn)
+	state, stack := taskStack(fn)
+	cause := stuckCause(state, stack)
+	// Ask again: if the loop moved on while we looked, there is no report.
+	if uint32(rs.loops[li].obs.run.Load()) != id {
+		return
+	}
+	name := ts.name
+	if name == "" {
+		name = fmt.Sprintf("task %d", id)
+		if id == 1 {
+			name = "main"
+		}
+	}
+	rs.logger.LogAttrs(context.Background(), slog.LevelWarn, "weft: a task holds its loop without suspending",
+		slog.String("task", name),
+		slog.Int("id", int(id)),
+		slog.String("func", fn),
+		slog.Int("loop", li),
+		slog.Duration("for", d.Round(time.Millisecond)),
+		slog.String("cause", cause),
+		slog.String("stack", stack))
+}
+
+// taskStack finds, in a dump of every goroutine, the goroutine of the
+// running task whose function is fn: a coroutine's goroutine (its stack
+// holds weft's coroutine body) that is not itself switched out (state
+// "coroutine"). It returns that goroutine's state and its stack.
+func taskStack(fn string) (state, stack string) {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		if len(buf) >= 64<<20 {
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var fallback [2]string
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		s := string(g)
+		if !strings.Contains(s, "weft/internal/coro.(*Coro).body") {
+			continue
+		}
+		st := goroutineState(s)
+		if st == "" || st == "coroutine" {
+			continue
+		}
+		if strings.Contains(s, fn+"(") {
+			return st, s
+		}
+		if fallback[1] == "" {
+			fallback = [2]string{st, s}
+		}
+	}
+	return fallback[0], fallback[1]
+}
+
+// goroutineState returns the state in a goroutine's header,
+// "goroutine 7 [chan receive, 2 minutes]:" gives "chan receive".
+func goroutineState(s string) string {
+	i := strings.IndexByte(s, '[')
+	j := strings.IndexByte(s, ']')
+	if i < 0 || j < i {
+		return ""
+	}
+	st := s[i+1 : j]
+	if k := strings.IndexByte(st, ','); k >= 0 {
+		st = st[:k]
+	}
+	return st
+}
+
+// stuckCause names the likely cause of a stuck task from its goroutine's
+// state and stack.
+func stuckCause(state, stack string) string {
+	switch {
+	case stack == "":
+		return "unknown (its stack was not found)"
+	case strings.HasPrefix(state, "chan ") || strings.HasPrefix(state, "select"):
+		return "a Go channel operation (" + state + "): use a weft channel, or Offload"
+	case strings.HasPrefix(state, "sync.") || strings.HasPrefix(state, "semacquire"):
+		return "a sync lock (" + state + "): use weft.Mutex, or do not hold a lock across a suspension"
+	case state == "sleep":
+		return "time.Sleep: use t.Sleep"
+	case state == "syscall" || state == "IO wait" || strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall"):
+		return "a blocking system call (" + state + "): use Offload, or weft's I/O"
+	case state == "running" || state == "runnable":
+		return "CPU work without Checkpoint: call t.Checkpoint() every so often, or Offload it"
+	}
+	return "blocked in the Go runtime (" + state + ")"
+}

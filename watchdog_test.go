@@ -1,0 +1,164 @@
+package weft_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// logBuffer is a slog handler's output, safe for the watchdog's goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// stuckRun runs a task named "stuck" that calls block, with a watchdog of
+// 20 ms, beside a task that counts its turns; it returns the log and
+// whether the other task ran after the stuck one let go.
+func stuckRun(t *testing.T, block func()) (string, bool) {
+	t.Helper()
+	var log logBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	recovered := false
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		released := false
+		other := weft.Local(t, func(t *weft.Task) (int, error) {
+			for !released {
+				if err := t.Sleep(time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			recovered = true
+			return 0, nil
+		})
+		stuck := weft.Local(t, func(t *weft.Task) (int, error) {
+			t.SetName("stuck")
+			block()
+			released = true
+			return 0, nil
+		})
+		stuck.Await(t)
+		return other.Await(t)
+	}, weft.WithWatchdog(20*time.Millisecond), weft.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log.String(), recovered
+}
+
+func checkReport(t *testing.T, log string, recovered bool, cause string) {
+	t.Helper()
+	t.Logf("log:\n%s", log)
+	if n := strings.Count(log, "level=WARN"); n != 1 {
+		t.Errorf("the watchdog logged %d warnings, want 1 for the one episode", n)
+	}
+	for _, want := range []string{"a task holds its loop", "task=stuck", "cause=\"" + cause, "stack=", "watchdog_test.go"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	if !recovered {
+		t.Error("the loop's other task did not run after the stuck one let go")
+	}
+}
+
+const stuckFor = 300 * time.Millisecond
+
+func TestWatchdogReportsAGoChannelOperation(t *testing.T) {
+	ch := make(chan int)
+	go func() { time.Sleep(stuckFor); close(ch) }()
+	log, ok := stuckRun(t, func() { <-ch })
+	checkReport(t, log, ok, "a Go channel operation")
+}
+
+func TestWatchdogReportsASyncLock(t *testing.T) {
+	var mu sync.Mutex
+	mu.Lock()
+	go func() { time.Sleep(stuckFor); mu.Unlock() }()
+	log, ok := stuckRun(t, func() { mu.Lock(); mu.Unlock() })
+	checkReport(t, log, ok, "a sync lock")
+}
+
+func TestWatchdogReportsTimeSleep(t *testing.T) {
+	log, ok := stuckRun(t, func() { time.Sleep(stuckFor) })
+	checkReport(t, log, ok, "time.Sleep")
+}
+
+func TestWatchdogReportsCPUWithoutCheckpoint(t *testing.T) {
+	log, ok := stuckRun(t, func() {
+		for start := time.Now(); time.Since(start) < stuckFor; {
+		}
+	})
+	checkReport(t, log, ok, "CPU work without Checkpoint")
+}
+
+// TestWatchdogIsQuietForTasksThatGiveWay: sleeping, waiting and CPU work
+// with Checkpoints are no episode.
+func TestWatchdogIsQuietForTasksThatGiveWay(t *testing.T) {
+	var log logBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		p := weft.Go(t, func(t *weft.Task) (int, error) {
+			for start := time.Now(); time.Since(start) < stuckFor; {
+				if err := t.Checkpoint(); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		})
+		if err := t.Sleep(stuckFor / 2); err != nil {
+			return 0, err
+		}
+		return p.Await(t)
+		// Under the race detector, slow Checkpoints of a lone task can be
+		// tens of milliseconds apart: the limit is the default.
+	}, weft.WithWatchdog(weft.DefaultWatchdog), weft.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := log.String(); s != "" {
+		t.Errorf("the watchdog reported tasks that gave way:\n%s", s)
+	}
+}
+
+// TestWatchdogOffReportsNothing: WithWatchdog(0) turns it off.
+func TestWatchdogOffReportsNothing(t *testing.T) {
+	var log logBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		time.Sleep(100 * time.Millisecond)
+		return 0, nil
+	}, weft.WithWatchdog(0), weft.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := log.String(); s != "" {
+		t.Errorf("a watchdog that is off reported:\n%s", s)
+	}
+}
+
+func TestWithWatchdogNegativePanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.HasPrefix(r.(string), "weft:") {
+			t.Errorf("WithWatchdog(-1) recovered %v, want a weft: panic", r)
+		}
+	}()
+	weft.WithWatchdog(-1)
+}

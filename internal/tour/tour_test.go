@@ -2,6 +2,7 @@ package tour
 
 import (
 	"bytes"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,7 +11,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The tour's programs define one loop's schedule (their output is its
+// order): they run on one loop, whatever WEFT_LOOPS says.
+func TestMain(m *testing.M) {
+	os.Setenv("WEFT_LOOPS", "1")
+	goleak.VerifyTestMain(m)
+}
 
 func output(t *testing.T, run func(w *bytes.Buffer) error) string {
 	t.Helper()

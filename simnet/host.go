@@ -65,6 +65,25 @@ func (h *Host) resolve(address string) (string, int, error) {
 	return host, port, nil
 }
 
+// bindLocked resolves a local address for Listen or ListenPacket (kind
+// "tcp" or "udp"; used tells which ports of that kind are taken) and
+// picks a free port for port 0 (n.mu held).
+func (h *Host) bindLocked(network, address, kind string, used func(int) bool) (Addr, error) {
+	host, port, err := h.resolve(address)
+	if err != nil {
+		return Addr{}, opErr("listen", network, nil, err)
+	}
+	if host != h.name {
+		return Addr{}, opErr("listen", network, Addr{kind, host, port}, syscall.EADDRNOTAVAIL)
+	}
+	if port == 0 {
+		port = h.freePortLocked(used)
+	} else if used(port) {
+		return Addr{}, opErr("listen", network, Addr{kind, host, port}, syscall.EADDRINUSE)
+	}
+	return Addr{kind, h.name, port}, nil
+}
+
 // freePortLocked returns an unused port of kind (streams or datagrams).
 func (h *Host) freePortLocked(used func(int) bool) int {
 	for {
@@ -86,23 +105,14 @@ func (h *Host) Listen(t *weft.Task, network, address string) (weft.NetListener, 
 	if !streamNet(network) {
 		return nil, opErr("listen", network, nil, net.UnknownNetworkError(network))
 	}
-	host, port, err := h.resolve(address)
+	h.net.mu.Lock()
+	defer h.net.mu.Unlock()
+	addr, err := h.bindLocked(network, address, "tcp", func(p int) bool { return h.streams[p] != nil })
 	if err != nil {
-		return nil, opErr("listen", network, nil, err)
+		return nil, err
 	}
-	n := h.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if host != h.name {
-		return nil, opErr("listen", network, Addr{"tcp", host, port}, syscall.EADDRNOTAVAIL)
-	}
-	if port == 0 {
-		port = h.freePortLocked(func(p int) bool { return h.streams[p] != nil })
-	} else if h.streams[port] != nil {
-		return nil, opErr("listen", network, Addr{"tcp", host, port}, syscall.EADDRINUSE)
-	}
-	ln := &listener{host: h, addr: Addr{"tcp", h.name, port}, changed: weft.NewChan[struct{}](0)}
-	h.streams[port] = ln
+	ln := &listener{host: h, addr: addr, changed: weft.NewChan[struct{}](0)}
+	h.streams[addr.Port] = ln
 	return ln, nil
 }
 
@@ -162,22 +172,13 @@ func (h *Host) ListenPacket(t *weft.Task, network, address string) (weft.NetPack
 	if !packetNet(network) {
 		return nil, opErr("listen", network, nil, net.UnknownNetworkError(network))
 	}
-	host, port, err := h.resolve(address)
+	h.net.mu.Lock()
+	defer h.net.mu.Unlock()
+	addr, err := h.bindLocked(network, address, "udp", func(p int) bool { return h.packets[p] != nil })
 	if err != nil {
-		return nil, opErr("listen", network, nil, err)
+		return nil, err
 	}
-	n := h.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if host != h.name {
-		return nil, opErr("listen", network, Addr{"udp", host, port}, syscall.EADDRNOTAVAIL)
-	}
-	if port == 0 {
-		port = h.freePortLocked(func(p int) bool { return h.packets[p] != nil })
-	} else if h.packets[port] != nil {
-		return nil, opErr("listen", network, Addr{"udp", host, port}, syscall.EADDRINUSE)
-	}
-	pc := &packetConn{host: h, addr: Addr{"udp", h.name, port}, changed: weft.NewChan[struct{}](0)}
-	h.packets[port] = pc
+	pc := &packetConn{host: h, addr: addr, changed: weft.NewChan[struct{}](0)}
+	h.packets[addr.Port] = pc
 	return pc, nil
 }

@@ -22,7 +22,8 @@ type taskSnap struct {
 	fn         uintptr
 	spawnPC    uintptr
 	state      taskView
-	rec        obsWaitRec // valid if state is viewWaiting
+	rec        obsWaitRec    // valid if state is viewWaiting
+	ran        time.Duration // if running: how long it has held its loop at least (0: not known)
 }
 
 type taskView uint8
@@ -49,8 +50,13 @@ type runSnap struct {
 func (rs *runState) snapshot() runSnap {
 	s := runSnap{num: rs.obs.num, loops: len(rs.loops), virtual: rs.clock.Virtual()}
 	running := make([]uint32, len(rs.loops))
+	ran := make([]time.Duration, len(rs.loops))
 	for i, l := range rs.loops {
-		running[i] = uint32(l.obs.run.Load())
+		w := l.obs.run.Load()
+		running[i] = uint32(w)
+		if seen := l.obs.seen.Load(); seen != nil && seen.word == w {
+			ran[i] = time.Since(seen.since)
+		}
 	}
 	rs.lock()
 	o := &rs.obs
@@ -68,7 +74,7 @@ func (rs *runState) snapshot() runSnap {
 			r.mu.Unlock()
 		}
 		if ts.state != viewWaiting && running[ts.loop] == t.id {
-			ts.state = viewRunning
+			ts.state, ts.ran = viewRunning, ran[ts.loop]
 		}
 		s.tasks = append(s.tasks, ts)
 	}
@@ -92,9 +98,13 @@ func (rs *runState) snapshot() runSnap {
 // record is taken under a lock the loop holds only while it starts a
 // wait), so the picture is consistent per task, and a task that is
 // switching as Dump looks may show its previous state. The durations are
-// on each Run's clock (virtual under WithVirtualTime); a running task's
-// time so far is not known to Dump (the watchdog reports one that runs
-// too long), nor how long a runnable one has been queued. Dump does not
+// on each Run's clock (virtual under WithVirtualTime), but for a running
+// task's: with the watchdog on, a task that has held its loop since the
+// watchdog's last look shows "running for at least" the wall time since
+// then (a quarter of the watchdog's limit is the resolution); a shorter
+// or unwatched run shows just "running". How long a runnable task has
+// been queued is not known to Dump: it would cost a clock read per wake.
+// Dump does not
 // suspend; it writes nothing if no Run is running. A nil w panics.
 func Dump(w io.Writer) {
 	if w == nil {
@@ -169,6 +179,9 @@ func writeTaskLine(w *bufio.Writer, s runSnap, ts *taskSnap, sites *siteCache) {
 	switch ts.state {
 	case viewRunning:
 		w.WriteString("running")
+		if ts.ran >= time.Millisecond {
+			fmt.Fprintf(w, " for at least %s", fmtDur(int64(ts.ran)))
+		}
 	case viewRunnable:
 		w.WriteString("runnable")
 	case viewWaiting:

@@ -2,8 +2,11 @@ package weft_test
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,4 +190,40 @@ func TestDumpWithANilWriterPanics(t *testing.T) {
 		}
 	}()
 	weft.Dump(nil)
+}
+
+// TestDumpSaysHowLongARunningTaskHasHeldItsLoop dumps, from a plain
+// goroutine, a Run whose task spins without suspending: with the watchdog
+// on, the dump says for at least how long.
+func TestDumpSaysHowLongARunningTaskHasHeldItsLoop(tt *testing.T) {
+	tt.Setenv("WEFT_LOOPS", "1")
+	var done atomic.Bool
+	dumped := make(chan string, 1)
+	go func() {
+		start := time.Now()
+		for {
+			var b bytes.Buffer
+			weft.Dump(&b)
+			if regexp.MustCompile(`"spinner" .*: running for at least [0-9.]+m?s;`).MatchString(b.String()) || time.Since(start) > 10*time.Second {
+				dumped <- b.String()
+				done.Store(true)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		t.SetName("spinner")
+		for start := time.Now(); !done.Load() && time.Since(start) < 15*time.Second; {
+			// Spin without a suspension point: the loop is held.
+		}
+		return 0, nil
+	}, weft.WithWatchdog(20*time.Millisecond), weft.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		tt.Fatal(err)
+	}
+	d := <-dumped
+	if !regexp.MustCompile(`(?m)^  task 1 "spinner" \(.*\): running for at least [0-9.]+m?s; started at Run$`).MatchString(d) {
+		tt.Errorf("the dump does not say how long the spinner has run:\n%s", d)
+	}
 }

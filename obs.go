@@ -121,6 +121,11 @@ type loopObs struct {
 	seq uint64        // loop-owned: resumptions
 	run atomic.Uint64 // uint32(seq)<<32 | id of the task running (0 while the loop sleeps)
 	cps atomic.Uint32 // slow Checkpoints: progress too, for the watchdog
+
+	// seen is the watchdog's last sample of run and when it first saw
+	// that word (nil without a watchdog): how Dump tells how long the
+	// running task has held the loop, with no clock read per switch.
+	seen atomic.Pointer[watchSample]
 	tr  traceState    // loop-owned: tracing (tracehook.go)
 
 	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (tasklabels.go)

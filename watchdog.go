@@ -77,6 +77,13 @@ func (wd *watchdog) end() {
 	<-wd.done
 }
 
+// watchSample is a switch word as the watchdog first saw it, published
+// for Dump.
+type watchSample struct {
+	word  uint64
+	since time.Time
+}
+
 // loopWatch is the watchdog's view of one loop.
 type loopWatch struct {
 	word     uint64    // the switch word last seen
@@ -100,6 +107,9 @@ func (wd *watchdog) run() {
 				lw := &watch[i]
 				w, cps := l.obs.run.Load(), l.obs.cps.Load()
 				if w != lw.word || cps != lw.cps {
+					if w != lw.word {
+						l.obs.seen.Store(&watchSample{word: w, since: now})
+					}
 					*lw = loopWatch{word: w, cps: cps, since: now}
 					continue
 				}

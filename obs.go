@@ -126,7 +126,7 @@ type loopObs struct {
 	// that word (nil without a watchdog): how Dump tells how long the
 	// running task has held the loop, with no clock read per switch.
 	seen atomic.Pointer[watchSample]
-	tr  traceState    // loop-owned: tracing (tracehook.go)
+	tr   traceState // loop-owned: tracing (tracehook.go)
 
 	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (tasklabels.go)
 

@@ -36,6 +36,8 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+
+	"github.com/weft-go/weft/internal/coro"
 )
 
 // ErrClosed is what Send (and SendCase, TrySend's false, SendWait) report
@@ -111,6 +113,7 @@ type Chan[T any] struct {
 	goWaits     int    // goroutines in SendWait or RecvWait
 	onClose     func() // run once after Close, outside the lock (Ticker, Signal)
 	id          atomic.Uint64
+	plain       coro.PlainCache // the last goroutine whose SendWait or RecvWait was checked not to be a task's
 }
 
 type backValue[T any] struct {
@@ -492,7 +495,9 @@ func (c *Chan[T]) consumerStopped() {
 // SendWait must not be called from a task: it would block the task's
 // whole loop (it panics; use Send).
 func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
-	mustNotBeTask("Chan.SendWait", "Send")
+	if !c.plain.Plain() {
+		mustNotBeTask("Chan.SendWait", "Send")
+	}
 	if ctx == nil {
 		panic("weft: Chan.SendWait with a nil context")
 	}
@@ -534,7 +539,9 @@ func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 // RecvWait must not be called from a task: it would block the task's
 // whole loop (it panics; use Recv).
 func (c *Chan[T]) RecvWait(ctx context.Context) (T, error) {
-	mustNotBeTask("Chan.RecvWait", "Recv")
+	if !c.plain.Plain() {
+		mustNotBeTask("Chan.RecvWait", "Recv")
+	}
 	if ctx == nil {
 		panic("weft: Chan.RecvWait with a nil context")
 	}

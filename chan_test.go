@@ -516,6 +516,17 @@ func TestSendWaitFromATaskPanics(t *testing.T) {
 		if !strings.HasPrefix(msg, "weft: ") {
 			t.Errorf("RecvWait from a task: %q", msg)
 		}
+		// The channel remembers the last plain goroutine it checked: a
+		// task is still told apart after one has used it.
+		done := make(chan error)
+		go func() { done <- c.SendWait(context.Background(), 2) }()
+		if err := <-done; err != nil {
+			t.Fatalf("SendWait from a goroutine: %v", err)
+		}
+		msg = panicMessage(func() { c.SendWait(context.Background(), 3) })
+		if !strings.HasPrefix(msg, "weft: ") {
+			t.Errorf("SendWait from a task after a goroutine's: %q", msg)
+		}
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // A Job is the work a Coro runs. RunJob runs on the Coro's goroutine.
@@ -45,6 +46,7 @@ func (c *Coro) body(yield func(struct{}) bool) {
 	c.yield = yield
 	c.g = Getg()
 	if HaveGetg {
+		registrations.Add(1) // before the Store: see PlainCache
 		byG.Store(c.g, c)
 		defer byG.Delete(c.g)
 	}
@@ -101,6 +103,45 @@ func Current() *Coro {
 		return c.(*Coro)
 	}
 	return nil
+}
+
+// registrations counts the goroutines ever registered in byG.
+var registrations atomic.Uint64
+
+// A PlainCache remembers the last goroutine found not to be a Coro's, so
+// that a path called again and again from one plain goroutine (a channel's
+// SendWait) can tell in two atomic loads what Current costs a map lookup
+// for. The zero value is empty; it is safe for concurrent use.
+//
+// A goroutine found plain stays plain while it lives, and its g can only
+// become a Coro's after it ends, by a new registration: so an answer
+// cached together with the count of registrations before the lookup holds
+// as long as that count has not moved. (Two callers may interleave their
+// stores and leave one's g with the other's count; the later count is
+// still one read before that g was last seen alive, so the reasoning
+// stands.)
+type PlainCache struct {
+	g     atomic.Uintptr
+	epoch atomic.Uint64
+}
+
+// Plain reports whether the caller runs on no Coro. It is exact, and fast
+// when the caller was the last plain goroutine to ask and no Coro has
+// started since; without Getg it is Current's answer.
+func (pc *PlainCache) Plain() bool {
+	if !HaveGetg {
+		return Current() == nil
+	}
+	g, e := Getg(), registrations.Load()
+	if pc.g.Load() == g && pc.epoch.Load() == e {
+		return true
+	}
+	if _, ok := byG.Load(g); ok {
+		return false
+	}
+	pc.g.Store(g)
+	pc.epoch.Store(e)
+	return true
 }
 
 // Busy reports whether a job is running or suspended on the Coro.

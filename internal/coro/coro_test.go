@@ -85,3 +85,31 @@ func (j *loopJob) RunJob() {
 	for j.c.Suspend() {
 	}
 }
+
+type plainJob struct {
+	pc    *PlainCache
+	plain []bool
+}
+
+func (j *plainJob) RunJob() { j.plain = append(j.plain, j.pc.Plain(), j.pc.Plain()) }
+
+func TestPlainCacheTellsPlainGoroutinesFromCoroutines(t *testing.T) {
+	var pc PlainCache
+	if !pc.Plain() || !pc.Plain() {
+		t.Fatal("the test's goroutine is not a Coro's, but Plain said it was")
+	}
+	// A Coro asks after the plain goroutine has filled the cache.
+	c := New()
+	defer c.Close()
+	j := &plainJob{pc: &pc}
+	c.Start(j)
+	if len(j.plain) != 2 || j.plain[0] || j.plain[1] {
+		t.Fatalf("inside a Coro Plain said %v, want false twice", j.plain)
+	}
+	// Another plain goroutine, and back: each is told the truth.
+	done := make(chan bool)
+	go func() { done <- pc.Plain() }()
+	if !<-done || !pc.Plain() {
+		t.Fatal("a plain goroutine was taken for a Coro's")
+	}
+}

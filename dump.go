@@ -48,7 +48,7 @@ type runSnap struct {
 // run lock (with several loops) and the registry's lock for the copy
 // only: about 50 ns a task.
 func (rs *runState) snapshot() runSnap {
-	s := runSnap{num: rs.obs.num, loops: len(rs.loops), virtual: rs.clock.Virtual()}
+	s := runSnap{num: rs.obs.num, loops: rs.shownLoops(), virtual: rs.clock.Virtual()}
 	running := make([]uint32, len(rs.loops))
 	ran := make([]time.Duration, len(rs.loops))
 	for i, l := range rs.loops {
@@ -63,7 +63,8 @@ func (rs *runState) snapshot() runSnap {
 	o.mu.Lock()
 	s.tasks = make([]taskSnap, 0, o.count)
 	for t := o.head; t != nil; t = t.obs.next {
-		ts := taskSnap{id: t.id, parent: t.parent, loop: t.loop.id, fn: t.job.funcPC(), spawnPC: t.spawnPC}
+		ts := taskSnap{id: t.id, parent: t.parent, loop: t.loopIndex(), fn: t.job.funcPC(), spawnPC: t.spawnPC}
+		home := t.loop.id // the loop that runs it (one for all simulated loops)
 		tok := t.waitTok.Load()
 		if r := t.obs.rec.Load(); r != nil {
 			r.mu.Lock()
@@ -73,8 +74,8 @@ func (rs *runState) snapshot() runSnap {
 			}
 			r.mu.Unlock()
 		}
-		if ts.state != viewWaiting && running[ts.loop] == t.id {
-			ts.state, ts.ran = viewRunning, ran[ts.loop]
+		if ts.state != viewWaiting && running[home] == t.id {
+			ts.state, ts.ran = viewRunning, ran[home]
 		}
 		s.tasks = append(s.tasks, ts)
 	}

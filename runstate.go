@@ -93,7 +93,7 @@ func (rs *runState) unlock() {
 func loopCount(o *options) int {
 	n := 1
 	if o.seeded() {
-		return 1 // a seeded Run steps on one goroutine (seed.go)
+		return 1 // a seeded Run steps its simulated loops on one (seed.go)
 	}
 	if o.loopsSet {
 		n = o.loops
@@ -141,7 +141,25 @@ func WithLoops(n int) Option {
 // next suspension point.
 func (t *Task) Loop() int {
 	t.check("Loop")
+	return t.loopIndex()
+}
+
+// loopIndex is Loop without the check: the simulated loop of a seeded
+// Run's task, else the index of the loop that owns it.
+func (t *Task) loopIndex() int {
+	if t.loop.sim != nil {
+		return int(t.simLoop)
+	}
 	return t.loop.id
+}
+
+// shownLoops is how many loops the Run has as its tasks see them: its
+// simulated ones under a seed.
+func (rs *runState) shownLoops() int {
+	if rs.sim != nil {
+		return rs.sim.loops
+	}
+	return len(rs.loops)
 }
 
 // Local starts f as a task that never leaves the loop it starts on, like

@@ -19,8 +19,9 @@ package weft
 //     (simnet's delays and drops) draw from the same source.
 //   - loopCount (runstate.go) makes the Run one loop: every step is taken
 //     on Run's goroutine, so goroutine timing cannot reorder anything.
-//     (Several loops are not simulated in lockstep: their tasks are
-//     interleaved on the one loop at suspension points.)
+//     WithLoops(n > 1) gives n simulated loops instead (pickLoops): each
+//     task carries the index of its loop (Task.simLoop), and a step draws
+//     the loop, then the task.
 //   - the real clock is replaced by a virtual one unless WithVirtualTime
 //     chose its start, and real I/O and Offload fail with ErrRealIO unless
 //     AllowRealIO.
@@ -48,6 +49,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"time"
 
@@ -91,9 +93,15 @@ func simOpts(o *options) *simOptions {
 // schedule, whose decision log hashes the same (WithRunInfo).
 //
 // To keep the schedule the seed's alone, a seeded Run
-//   - uses one loop, whatever WithLoops or WEFT_LOOPS say: the tasks that
-//     several loops would run in parallel are interleaved on one goroutine
-//     at their suspension points, as the seed chooses (Loop returns 0);
+//   - steps all its loops on one goroutine: with WithLoops(n), n > 1, it
+//     simulates n loops, and at each step the seed chooses which loop
+//     steps (a DecideLoop decision) and which of its runnable tasks runs.
+//     A task starts on its spawner's loop, a loop with nothing of its own
+//     to run takes a movable task from another (Local tasks never move),
+//     and Loop reports the simulated loop. Tasks of different loops are
+//     interleaved at suspension points rather than run in parallel, and
+//     Stats counts everything under loop 0. WEFT_LOOPS is not read: the
+//     environment does not change a seed's schedule;
 //   - runs on virtual time, from 2000-01-01 UTC unless WithVirtualTime
 //     gives the start;
 //   - refuses real I/O and Offload with ErrRealIO unless AllowRealIO.
@@ -162,6 +170,7 @@ const (
 	DecideRun    DecisionKind = iota // which runnable task runs next
 	DecideSelect                     // which Select case is tried first (of those left)
 	DecideRand                       // a draw of Task.Rand
+	DecideLoop                       // which simulated loop steps next (WithLoops(n > 1) under a seed)
 )
 
 // Reason says why the task a DecideRun decision picked was runnable.
@@ -217,6 +226,8 @@ func (d Decision) String() string {
 		return fmt.Sprintf("step %d at %v: task %d (%s) Select tries case %d of %d first", d.Step, d.At, d.Task, name, d.Chosen, d.Options)
 	case DecideRand:
 		return fmt.Sprintf("step %d at %v: task %d (%s) drew %d", d.Step, d.At, d.Task, name, d.Chosen)
+	case DecideLoop:
+		return fmt.Sprintf("step %d at %v: loop %d of %d steps", d.Step, d.At, d.Chosen, d.Options)
 	}
 	return fmt.Sprintf("step %d at %v: run task %d (%s), %s, among %d runnable", d.Step, d.At, d.Task, name, d.Reason, d.Options)
 }
@@ -234,6 +245,7 @@ const lastKept = 32
 // Run has one loop.
 type simState struct {
 	opts  simOptions
+	loops int // simulated loops: WithLoops's n (1 without it)
 	rng   prng
 	start int64 // the clock when the Run began
 	clock clock.Clock
@@ -249,6 +261,11 @@ type simState struct {
 	prioSweep int              // sweep prio of finished tasks when it grows past this
 	last      *Task            // the task picked last
 	streak    int              // picks of last in a row while others were runnable
+
+	// Scratch for pickLoops.
+	hasBuf  []bool
+	intBuf  []int
+	candBuf []int
 }
 
 // newSimState makes the state of a seeded Run, or returns nil.
@@ -256,7 +273,14 @@ func newSimState(o *options) *simState {
 	if !o.seeded() {
 		return nil
 	}
-	s := &simState{opts: *o.sim, hash: fnvOffset}
+	s := &simState{opts: *o.sim, hash: fnvOffset, loops: 1}
+	if o.loopsSet { // WEFT_LOOPS is not read: the environment must not change a seed's schedule
+		s.loops = o.loops
+		if s.loops == 0 {
+			s.loops = runtime.GOMAXPROCS(0)
+		}
+		s.loops = min(s.loops, maxSimLoops)
+	}
 	s.rng.seed(o.sim.seed)
 	if s.opts.pctDepth > 0 {
 		s.prio = map[*Task]uint64{}
@@ -321,14 +345,23 @@ func (s *simState) pick(l *loop) (*Task, bool) {
 	if n == 0 {
 		return nil, false
 	}
+	if s.loops > 1 {
+		return s.pickLoops(l, nr, n)
+	}
 	i := 0
 	if s.prio == nil {
 		if n > 1 {
 			i = s.rng.intn(n)
 		}
 	} else {
-		i = s.pickPCT(l, n)
+		i = s.pickPCT(l, n, nil)
 	}
+	return s.take(l, i, nr, n), true
+}
+
+// take removes the i-th of l's n runnable tasks (the first nr in the
+// interactive lane) and logs the decision that chose it.
+func (s *simState) take(l *loop, i, nr, n int) *Task {
 	var t *Task
 	if i < nr {
 		t = l.runq.takeAt(i)
@@ -348,6 +381,76 @@ func (s *simState) pick(l *loop) (*Task, bool) {
 	if s.prio != nil && len(s.prio) > s.prioSweep {
 		s.sweepPrio()
 	}
+	return t
+}
+
+// maxSimLoops bounds the simulated loops (Task.simLoop is 16 bits).
+const maxSimLoops = 1 << 16
+
+// pickLoops is pick with several simulated loops, stepped in turn on the
+// Run's one goroutine as the seed chooses. A step first draws the loop
+// that steps (a DecideLoop decision): any loop if some runnable task may
+// move, else one of the loops that have a runnable task. The loop then
+// runs one of its own runnable tasks, chosen as with one loop (uniformly,
+// or by PCT priority); a loop with none takes a movable one from another
+// loop, as an idle loop is handed work, and the task is on the new loop
+// from then on. A task started by Local, or pinned to its loop by
+// registrations it holds (see Task.pin), never moves; a task started by
+// Go starts on its spawner's loop. Tasks of different loops never run in
+// parallel here: a simulated Run explores interleavings at suspension
+// points, the only places where a seed can choose.
+func (s *simState) pickLoops(l *loop, nr, n int) (*Task, bool) {
+	at := func(i int) *Task {
+		if i < nr {
+			return l.runq.at(i)
+		}
+		return l.batchq.at(i - nr)
+	}
+	movable := func(t *Task) bool { return !t.local && t.pin == 0 }
+	has := s.hasBuf[:0]
+	for range s.loops {
+		has = append(has, false)
+	}
+	s.hasBuf = has
+	anyMovable := false
+	for i := range n {
+		t := at(i)
+		has[t.simLoop] = true
+		anyMovable = anyMovable || movable(t)
+	}
+	var k int
+	if anyMovable {
+		k = s.rng.intn(s.loops)
+	} else {
+		stepping := s.intBuf[:0]
+		for j, h := range has {
+			if h {
+				stepping = append(stepping, j)
+			}
+		}
+		s.intBuf = stepping
+		k = stepping[s.rng.intn(len(stepping))]
+	}
+	s.record(DecideLoop, nil, 0, s.loops, k)
+	own := has[k]
+	cand := s.candBuf[:0]
+	for i := range n {
+		if t := at(i); (own && int(t.simLoop) == k) || (!own && movable(t)) {
+			cand = append(cand, i)
+		}
+	}
+	s.candBuf = cand
+	j := 0
+	if s.prio == nil {
+		if len(cand) > 1 {
+			j = s.rng.intn(len(cand))
+		}
+	} else {
+		j = s.pickPCT(l, n, cand)
+	}
+	i := cand[j]
+	t := s.take(l, i, nr, n)
+	t.simLoop = uint16(k)
 	return t, true
 }
 
@@ -368,8 +471,9 @@ func (s *simState) sweepPrio() {
 const pctStarve = 1000
 
 // pickPCT returns the index of the runnable task of highest priority, after
-// demoting the last task picked if this step is a change point.
-func (s *simState) pickPCT(l *loop, n int) int {
+// demoting the last task picked if this step is a change point. With cand,
+// it looks only at those indices and returns the position in cand.
+func (s *simState) pickPCT(l *loop, n int, cand []int) int {
 	next := s.step + 1
 	for len(s.changes) > 0 && s.changes[0] <= next {
 		s.changes = s.changes[1:]
@@ -384,7 +488,14 @@ func (s *simState) pickPCT(l *loop, n int) int {
 	}
 	best, bestP := 0, uint64(0)
 	nr := l.runq.len()
-	for i := range n {
+	if cand != nil {
+		n = len(cand)
+	}
+	for j := range n {
+		i := j
+		if cand != nil {
+			i = cand[j]
+		}
 		var t *Task
 		if i < nr {
 			t = l.runq.at(i)
@@ -396,8 +507,8 @@ func (s *simState) pickPCT(l *loop, n int) int {
 			p = uint64(s.opts.pctDepth) + s.rng.next()>>1
 			s.prio[t] = p
 		}
-		if i == 0 || p > bestP {
-			best, bestP = i, p
+		if j == 0 || p > bestP {
+			best, bestP = j, p
 		}
 	}
 	return best

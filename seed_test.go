@@ -127,25 +127,117 @@ func TestWithoutSeedRunInfoSaysUnseeded(t *testing.T) {
 	}
 }
 
-func TestSeededRunStepsOneLoopWhateverWithLoops(t *testing.T) {
+// loopTrace runs 12 tasks that each note their loop and yield 10 times,
+// plus 2 Local tasks that do the same, under seed on 4 simulated loops,
+// and returns what every task saw, the spawner's loop when each Local
+// task was started, and the run's information.
+func loopTrace(tt *testing.T, seed uint64, opts ...weft.Option) (seen [][]int, localFrom []int, info weft.RunInfo) {
+	tt.Helper()
+	seen = make([][]int, 14)
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		var ps []*weft.Promise[int]
-		for range 20 {
-			ps = append(ps, weft.Go(t, func(t *weft.Task) (int, error) {
+		for i := range 14 {
+			body := func(t *weft.Task) (int, error) {
 				for range 10 {
-					if l := t.Loop(); l != 0 {
-						return 0, fmt.Errorf("task on loop %d", l)
+					seen[i] = append(seen[i], t.Loop())
+					if err := t.Yield(); err != nil {
+						return 0, err
 					}
-					_ = t.Yield()
 				}
 				return 0, nil
-			}))
+			}
+			if i < 12 {
+				ps = append(ps, weft.Go(t, body))
+			} else {
+				localFrom = append(localFrom, t.Loop())
+				ps = append(ps, weft.Local(t, body))
+			}
+			_ = t.Yield() // let the main task move too
 		}
 		_, err := weft.All(t, ps...)
 		return 0, err
-	}, weft.WithSeed(1), weft.WithLoops(4))
+	}, append([]weft.Option{weft.WithSeed(seed), weft.WithRunInfo(&info)}, opts...)...)
 	if err != nil {
-		t.Fatal(err)
+		tt.Fatal(err)
+	}
+	return seen, localFrom, info
+}
+
+func TestSeededRunStepsSeveralSimulatedLoops(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		seen, localFrom, _ := loopTrace(t, seed, weft.WithLoops(4))
+		used := map[int]bool{}
+		for i, s := range seen {
+			for _, l := range s {
+				if l < 0 || l >= 4 {
+					t.Fatalf("seed %d: task %d on loop %d of 4", seed, i, l)
+				}
+				used[l] = true
+			}
+		}
+		if len(used) < 2 {
+			t.Errorf("seed %d: every task stayed on loop(s) %v of 4", seed, used)
+		}
+		for k, s := range seen[12:] {
+			for _, l := range s {
+				if l != localFrom[k] {
+					t.Errorf("seed %d: a Local task started on loop %d ran on loop %d: %v", seed, localFrom[k], l, s)
+					break
+				}
+			}
+		}
+	}
+}
+
+func TestSeededLoopsReplayFromTheSeed(t *testing.T) {
+	a, _, ia := loopTrace(t, 42, weft.WithLoops(4))
+	b, _, ib := loopTrace(t, 42, weft.WithLoops(4))
+	if fmt.Sprint(a) != fmt.Sprint(b) || ia.Hash != ib.Hash || ia.Steps != ib.Steps {
+		t.Fatalf("seed 42 on 4 loops gave two schedules: hash %x/%x, steps %d/%d", ia.Hash, ib.Hash, ia.Steps, ib.Steps)
+	}
+	c, _, ic := loopTrace(t, 42) // one loop: another schedule
+	if ic.Hash == ia.Hash {
+		t.Fatalf("one loop and four gave the same schedule hash %x", ic.Hash)
+	}
+	for _, s := range c {
+		for _, l := range s {
+			if l != 0 {
+				t.Fatalf("one seeded loop, a task on loop %d", l)
+			}
+		}
+	}
+	loopSteps := 0
+	var info weft.RunInfo
+	info.KeepLog = true
+	loopTrace(t, 42, weft.WithLoops(4), weft.WithRunInfo(&info))
+	for _, d := range info.Log {
+		if d.Kind == weft.DecideLoop {
+			loopSteps++
+			if d.Options != 4 || d.Chosen < 0 || d.Chosen >= 4 {
+				t.Fatalf("a loop decision %v", d)
+			}
+		}
+	}
+	if loopSteps == 0 {
+		t.Fatal("no DecideLoop decision in the log of a run on 4 simulated loops")
+	}
+}
+
+// The environment does not change a seed's schedule: WEFT_LOOPS is not
+// read under WithSeed (WithLoops is).
+func TestSeededRunIgnoresWEFTLOOPS(t *testing.T) {
+	_, _, one := loopTrace(t, 7)
+	t.Setenv("WEFT_LOOPS", "4")
+	seen, _, env := loopTrace(t, 7)
+	if env.Hash != one.Hash {
+		t.Fatalf("WEFT_LOOPS=4 changed seed 7's schedule: %x, want %x", env.Hash, one.Hash)
+	}
+	for _, s := range seen {
+		for _, l := range s {
+			if l != 0 {
+				t.Fatalf("WEFT_LOOPS=4 under a seed put a task on loop %d", l)
+			}
+		}
 	}
 }
 

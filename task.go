@@ -36,6 +36,7 @@ type Task struct {
 	nested    bool                     // resumed by a driving task: must switch back to it
 	local     bool                     // started by Local: never leaves its loop
 	simWhy    uint8                    // a seeded Run: why the task was last made runnable (seed.go)
+	simLoop   uint16                   // a seeded Run: the simulated loop the task is on (seed.go)
 	cancelled atomic.Bool              // some cancellation applies: see Task.cause
 	waitGen   uint32                   // bumped per wait; wakes naming an older one are dropped
 	waitTok   atomic.Uint32            // waitGen while waiting, 0 otherwise: stale wakes posted to a loop that no longer owns the task check it, and nothing else (balance.go)
@@ -299,6 +300,7 @@ func spawn[T any](t *Task, f func(t *Task) (T, error), pc uintptr) *Promise[T] {
 func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintptr, setup func(*Task)) *Promise[T] {
 	l := t.loop
 	c := newTask(l, parent, f, pc)
+	c.task.simLoop = t.simLoop // the child starts on its spawner's loop
 	if setup != nil {
 		setup(&c.task)
 	}

@@ -164,8 +164,12 @@ func loopTrace(tt *testing.T, seed uint64, opts ...weft.Option) (seen [][]int, l
 }
 
 func TestSeededRunStepsSeveralSimulatedLoops(t *testing.T) {
-	for seed := uint64(1); seed <= 5; seed++ {
-		seen, localFrom, _ := loopTrace(t, seed, weft.WithLoops(4))
+	for seed := uint64(1); seed <= 10; seed++ {
+		opts := []weft.Option{weft.WithLoops(4)}
+		if seed > 5 {
+			opts = append(opts, weft.WithPCT(3, 300)) // the same holds under PCT
+		}
+		seen, localFrom, _ := loopTrace(t, seed, opts...)
 		used := map[int]bool{}
 		for i, s := range seen {
 			for _, l := range s {

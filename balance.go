@@ -26,19 +26,31 @@ func (l *loop) movable(t *Task) bool {
 
 // shed hands about half of l's work, the older movable runnable tasks, to
 // a hungry loop, if some loop sleeps with nothing to run (Go's
-// wakep, done by the busy loop). running is 1 when a task holds l (a slow
-// Checkpoint: it keeps running here, so one queued task is already
-// surplus), 0 at a pick (the next task stays: a queue of one is not).
-func (l *loop) shed(running int) {
+// wakep, done by the busy loop). running is the task that holds l at a
+// slow Checkpoint (it counts: one queued task is then already surplus),
+// nil at a pick (the next task stays: a queue of one is not).
+//
+// If nothing queued may move but running may, shed returns the hungry
+// loop it claimed: running is to go there itself, leaving the loop to
+// what must stay (a driving task, Local tasks). Otherwise it returns nil.
+func (l *loop) shed(running *Task) (moveRunning *loop) {
+	if l.shedSkip > 0 {
+		l.shedSkip--
+		return nil
+	}
 	queued := l.runq.len() + l.batchq.len()
-	if queued+running < 2 {
-		return
+	others := queued
+	if running != nil {
+		others++
+	}
+	if others < 2 {
+		return nil
 	}
 	to := l.rs.takeHungry(l)
 	if to == nil {
-		return
+		return nil
 	}
-	want := min((queued+running)/2, maxShed)
+	want := min(others/2, maxShed)
 	var moved []*Task
 	for _, q := range []*queue[*Task]{&l.runq, &l.batchq} {
 		n := q.len()
@@ -66,10 +78,18 @@ func (l *loop) shed(running int) {
 		}
 	}
 	if len(moved) == 0 {
+		if running != nil && l.movable(running) {
+			return to
+		}
+		// Nothing here may move (tasks holding fd registrations, Local
+		// ones, or not started yet): look again only once the part of the
+		// queue just scanned has run, instead of scanning it at every pick.
+		l.shedSkip = min(queued, 2*maxShed)
 		to.wakeHungryAgain()
-		return
+		return nil
 	}
 	l.send(to, moved)
+	return nil
 }
 
 // send hands the runnable tasks ts, which have switched out, to loop to.

@@ -106,6 +106,9 @@ type loop struct {
 
 	aborted bool        // Run is unwinding after a Goexit in a task
 	isIdle  bool        // run lock: counted in rs.idle (multi only)
+	// shedSkip is how many more calls of shed look at nothing, after one
+	// found no movable task in the queue (balance.go); loop-owned.
+	shedSkip int
 	summary loopSummary // run lock: published when the loop goes idle (balance.go)
 
 	// ioTimers counts the I/O deadline timers in the heap (the net layer's
@@ -269,7 +272,7 @@ func (l *loop) pick() *Task {
 		l.pollNow()
 	}
 	if l.rs.multi && l.rs.hungry.Load() > 0 {
-		l.shed(0)
+		l.shed(nil)
 	}
 	t, ok := l.popRunnable()
 	if !ok {

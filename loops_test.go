@@ -109,6 +109,36 @@ func TestCPUBoundTasksSpreadOverTheLoops(t *testing.T) {
 	}
 }
 
+// A CPU-bound task that its spawner cannot leave (main drives loop 0 and
+// stays there) goes to the hungry loop itself at a slow Checkpoint, so the
+// spawner goes on at once rather than after the task's switch interval
+// (here an hour: without the move, main would not run before the task
+// gave up waiting for it, after 10 s).
+func TestCPUBoundTaskMovesItselfWhenWhatIsQueuedMustStay(t *testing.T) {
+	var mainRan atomic.Bool
+	sawMain, endLoop := false, -1
+	run(t, func(wt *weft.Task) {
+		p := spawn(wt, func(wt *weft.Task) {
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; time.Now().Before(deadline); i++ {
+				if i%1000 == 0 {
+					wt.Checkpoint()
+					if mainRan.Load() {
+						sawMain = true
+						break
+					}
+				}
+			}
+			endLoop = wt.Loop()
+		})
+		mainRan.Store(true)
+		p.Await(wt)
+	}, weft.WithLoops(2), weft.WithSwitchInterval(time.Hour))
+	if !sawMain || endLoop != 1 {
+		t.Fatalf("the CPU-bound task saw main run: %v, and ended on loop %d: it kept loop 0 instead of moving to the idle loop", sawMain, endLoop)
+	}
+}
+
 func TestLocalTasksNeverLeaveTheirLoop(t *testing.T) {
 	var moved atomic.Int32
 	run(t, func(wt *weft.Task) {

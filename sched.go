@@ -176,7 +176,14 @@ func (t *Task) checkpoint() error {
 	}
 	l.checkBatchDue(now)
 	if l.rs.multi && l.rs.hungry.Load() > 0 {
-		l.shed(1) // another loop sleeps with nothing to run: share the queue
+		// Another loop sleeps with nothing to run: share the queue, or
+		// go there if what is queued here must stay.
+		if to := l.shed(t); to != nil {
+			if err := t.moveTo_(to, "a hand-over"); err != nil {
+				return err
+			}
+			return t.cancelPoint()
+		}
 	}
 	if l.wakes != wakes {
 		l.pollPeriod = int64(pollPeriodMin)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,21 @@ func childMain(args []string) int {
 		io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
+	// BENCH_CPUPROFILE=path profiles the server child (one measurement:
+	// run with -reps 1 and one server and conns).
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch kind {
 	case "weft":
@@ -100,7 +116,11 @@ func serveWeft(ctx context.Context, addr string, n, cpu int) error {
 		announce(ln.Addr())
 		stopClose := context.AfterFunc(ctx, func() { ln.Close() })
 		defer stopClose()
-		return struct{}{}, echo.Serve(t, ln)
+		err = echo.Serve(t, ln)
+		if os.Getenv("BENCH_STATS") != "" { // the Run's counters, for a look inside
+			fmt.Fprintf(os.Stderr, "%+v\n", weft.RunStats(t))
+		}
+		return struct{}{}, err
 	}, weft.WithLoops(n))
 	return err
 }

@@ -104,12 +104,12 @@ type loop struct {
 	sliceWakes  uint64 // wakes when the slice started
 	wakes       uint64 // tasks woken by events (not those that gave way)
 
-	aborted bool        // Run is unwinding after a Goexit in a task
-	isIdle  bool        // run lock: counted in rs.idle (multi only)
+	aborted bool // Run is unwinding after a Goexit in a task
+	isIdle  bool // run lock: counted in rs.idle (multi only)
 	// shedSkip is how many more calls of shed look at nothing, after one
 	// found no movable task in the queue (balance.go); loop-owned.
 	shedSkip int
-	summary loopSummary // run lock: published when the loop goes idle (balance.go)
+	summary  loopSummary // run lock: published when the loop goes idle (balance.go)
 
 	// ioTimers counts the I/O deadline timers in the heap (the net layer's
 	// Conn deadlines): while there are any, virtual time may move although

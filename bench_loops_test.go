@@ -86,6 +86,29 @@ func BenchmarkLoopsFanOut(b *testing.B) {
 	}
 }
 
+// BenchmarkLoopsFanOutGroup is the fan-out as a TaskGroup, the shape of
+// its WaitGroup twin: b.N trivial tasks started in one Group, which waits
+// for them all; nothing holds a task once it has finished.
+func BenchmarkLoopsFanOutGroup(b *testing.B) {
+	for _, v := range loopVariants[1:] {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			weft.Run(func(t *weft.Task) (struct{}, error) {
+				var sum atomic.Int64
+				f := func(*weft.Task) error { sum.Add(1); return nil }
+				b.ResetTimer()
+				err := weft.Group(t, func(g *weft.TaskGroup) error {
+					for range b.N {
+						g.Go(f)
+					}
+					return nil
+				})
+				return struct{}{}, err
+			}, weft.WithLoops(v.n))
+		})
+	}
+}
+
 // BenchmarkGoroutinesFanOut is the fan-out with goroutines and a
 // WaitGroup, per goroutine.
 func BenchmarkGoroutinesFanOut(b *testing.B) {

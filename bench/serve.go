@@ -27,7 +27,7 @@ const serveMode = "serve"
 const listeningPrefix = "listening "
 
 // serverKinds lists the servers in the order they are run and shown.
-var serverKinds = []string{"weft", "weft-2loops", "weft-2loops-cpu4", "net", "gnet", "gnet-multicore"}
+var serverKinds = []string{"weft", "weft-2loops", "weft-2loops-cpu4", "net", "net-cpu4", "gnet", "gnet-multicore"}
 
 // childMain runs the server named by args (KIND ADDR) and returns the
 // process's exit code.
@@ -37,6 +37,21 @@ func childMain(args []string) int {
 		return 2
 	}
 	kind, addr := args[0], args[1]
+	// BENCH_CPUPROFILE=path profiles the server child (one measurement:
+	// run with -reps 1 and one server and conns).
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if isHTTPKind(kind) {
 		if err := httpChildMain(kind, addr); err != nil {
 			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
@@ -53,21 +68,6 @@ func childMain(args []string) int {
 		io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	// BENCH_CPUPROFILE=path profiles the server child (one measurement:
-	// run with -reps 1 and one server and conns).
-	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(os.Stderr, "bench serve %s: %v\n", kind, err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
-	}
 	var err error
 	switch kind {
 	case "weft":
@@ -77,7 +77,9 @@ func childMain(args []string) int {
 	case "weft-2loops-cpu4":
 		err = serveWeft(ctx, addr, 2, 4)
 	case "net":
-		err = serveNet(ctx, addr)
+		err = serveNet(ctx, addr, 0)
+	case "net-cpu4":
+		err = serveNet(ctx, addr, 4)
 	case "gnet":
 		err = serveGnet(ctx, addr, false)
 	case "gnet-multicore":
@@ -143,10 +145,25 @@ func spin(t *weft.Task, stop *atomic.Bool) (int, error) {
 // serveNet runs a goroutine-per-connection echo server on the net package
 // until ctx ends, then closes every connection and waits for their
 // goroutines.
-func serveNet(ctx context.Context, addr string) error {
+func serveNet(ctx context.Context, addr string, cpu int) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	// cpu goroutines compute beside the server, as weft-2loops-cpu4's
+	// tasks do (Go preempts them; they end with the server).
+	var stop atomic.Bool
+	defer stop.Store(true)
+	for range cpu {
+		go func() {
+			n := 0
+			for !stop.Load() {
+				for i := range 1000 {
+					n ^= i
+				}
+			}
+			_ = n
+		}()
 	}
 	announce(ln.Addr())
 	stopClose := context.AfterFunc(ctx, func() { ln.Close() })

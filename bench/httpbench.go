@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -74,8 +75,8 @@ func httpMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench http: wrk not found; install it with: apt-get install -y wrk")
 		return 1
 	}
-	fmt.Printf("bench http: wrk -t1 -c%d -d%ds, %d repetitions, interleaved; GOMAXPROCS=%s\n",
-		o.conns, int(o.duration.Seconds()), o.reps, os.Getenv("GOMAXPROCS"))
+	fmt.Printf("bench http: wrk -t1 -c%d -d%ds, %d repetitions, interleaved; GOMAXPROCS %d, NumCPU %d (the children inherit the environment)\n",
+		o.conns, int(o.duration.Seconds()), o.reps, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	results, err := runHTTPBench(o, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench http:", err)

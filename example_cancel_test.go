@@ -120,7 +120,7 @@ func ExampleTask_Checkpoint() {
 			return struct{}{}, nil
 		})
 		sum := 0
-		for i := 0; i < 1<<32 && ticks.Load() < 3; i++ {
+		for i := 0; i < 1<<30 && ticks.Load() < 3; i++ {
 			sum += i
 			if i%1000 == 0 {
 				t.Checkpoint() // the ticker runs here when its timer is due

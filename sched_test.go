@@ -205,7 +205,7 @@ func TestNowReadsTheLoopClock(t *testing.T) {
 
 func TestHundredThousandTasks(t *testing.T) {
 	const n = 100_000
-	sum := 0
+	sum := int64(0)
 	run(t, func(wt *weft.Task) {
 		ps := make([]*weft.Promise[int], n)
 		for i := range ps {
@@ -219,10 +219,10 @@ func TestHundredThousandTasks(t *testing.T) {
 			t.Error(err)
 		}
 		for _, v := range vals {
-			sum += v
+			sum += int64(v)
 		}
 	})
-	if sum != n*(n-1)/2 {
+	if sum != int64(n)*(n-1)/2 {
 		t.Fatalf("sum = %d", sum)
 	}
 }

@@ -121,6 +121,12 @@ func (l *loop) checkBatchDue(now int64) {
 // polling the kernel without blocking every 2 to 50 µs of the task's time
 // (more often while events keep coming).
 //
+// With several loops (WithLoops), a Checkpoint is also where work spreads:
+// if another loop sleeps with nothing to run, this loop hands it queued
+// tasks, or, when nothing queued may move (a Local task, the task driving
+// the loop), the calling task itself moves there and Checkpoint returns on
+// that loop (Loop then says which). A Local task never moves.
+//
 // Checkpoint is a cancellation point: if the task has been cancelled it
 // returns the cause (matching context.Canceled).
 func (t *Task) Checkpoint() error {

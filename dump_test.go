@@ -227,3 +227,38 @@ func TestDumpSaysHowLongARunningTaskHasHeldItsLoop(tt *testing.T) {
 		tt.Errorf("the dump does not say how long the spinner has run:\n%s", d)
 	}
 }
+
+// TestDumpDurationsOnTheRealClock: a wait's duration in a dump is real
+// time since it began, not since some earlier reading of the clock (the
+// loop slept 300 ms just before the wait began).
+func TestDumpDurationsOnTheRealClock(tt *testing.T) {
+	tt.Setenv("WEFT_LOOPS", "1")
+	var dump string
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		if err := t.Sleep(300 * time.Millisecond); err != nil {
+			return 0, err
+		}
+		ch := weft.NewChan[int](0)
+		p := weft.Go(t, func(t *weft.Task) (int, error) {
+			t.SetName("fresh")
+			return ch.Recv(t)
+		})
+		var b bytes.Buffer
+		weft.Dump(&b)
+		dump = b.String()
+		ch.Close()
+		p.Await(t)
+		return 0, nil
+	})
+	if err != nil {
+		tt.Fatal(err)
+	}
+	m := regexp.MustCompile(`"fresh" .*: waiting on channel \(Chan\.Recv\) for (\S+) at`).FindStringSubmatch(dump)
+	if m == nil {
+		tt.Fatalf("no line for the fresh wait:\n%s", dump)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil || d < 0 || d > 200*time.Millisecond {
+		tt.Fatalf("a wait that just began shows %q (the loop slept 300 ms before it):\n%s", m[1], dump)
+	}
+}

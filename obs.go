@@ -122,6 +122,11 @@ type loopObs struct {
 	run atomic.Uint64 // uint32(seq)<<32 | id of the task running (0 while the loop sleeps)
 	cps atomic.Uint32 // slow Checkpoints: progress too, for the watchdog
 
+	// roughNow's last reading of the clock, and seq then; loop-owned.
+	rough      int64
+	roughSeq   uint64
+	roughValid bool
+
 	// seen is the watchdog's last sample of run and when it first saw
 	// that word (nil without a watchdog): how Dump tells how long the
 	// running task has held the loop, with no clock read per switch.
@@ -228,8 +233,36 @@ func (l *loop) obsBegin(t *Task) {
 	l.traceResume(t)
 }
 
+// roughEvery is how many resumptions roughNow reuses a reading for.
+const roughEvery = 64
+
+// roughNow returns the loop's clock for the start of a wait, which Dump
+// shows as "for how long": a real clock is read at most once every
+// roughEvery resumptions (and at slow Checkpoints), so a park costs no
+// clock read of its own. The reading may be early by what the loop ran
+// since it was taken, microseconds unless a task held the loop without
+// a Checkpoint (which the watchdog reports). A virtual clock is exact.
+func (l *loop) roughNow() int64 {
+	o := &l.obs
+	if o.roughValid && o.seq-o.roughSeq < roughEvery {
+		return o.rough
+	}
+	now := l.clock.Nanotime()
+	if !l.clock.Virtual() {
+		o.rough, o.roughSeq, o.roughValid = now, o.seq, true
+	}
+	return now
+}
+
+// noteNow hands roughNow a reading the loop took for itself.
+func (l *loop) noteNow(now int64) {
+	o := &l.obs
+	o.rough, o.roughSeq, o.roughValid = now, o.seq, !l.clock.Virtual()
+}
+
 // obsSleep publishes that the loop runs no task: it is about to sleep.
 func (l *loop) obsSleep() {
+	l.obs.roughValid = false // time passes while it sleeps
 	l.obs.run.Store(uint64(l.obs.seq) << 32)
 	l.obs.seqPub.Store(l.obs.seq)
 	l.tracePublish()
@@ -243,7 +276,7 @@ func (t *Task) obsWait(kind waitKind) {
 	r.mu.Lock()
 	r.haveWait = true
 	rec.gen, rec.kind, rec.op = t.waitGen, kind, ""
-	rec.since = t.loop.clock.Nanotime()
+	rec.since = t.loop.roughNow()
 	rec.detail = 0
 	switch kind {
 	case waitPromise, waitMulti, waitPark:

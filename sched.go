@@ -147,6 +147,7 @@ func (t *Task) checkpoint() error {
 	l.preempt.Store(0)
 	l.obsCheckpoint()
 	now := l.clock.Nanotime()
+	l.noteNow(now)
 
 	// Adapt the stride so that slow paths come about once per poll period.
 	if dt := now - l.cpLast; l.cpLast != 0 && dt > 0 {

@@ -65,6 +65,12 @@ func TestExplorePassesACorrectProgram(t *testing.T) {
 	weftest.Options{CheckDeterminism: true}.Explore(t, 200, correct)
 }
 
+// On simulated loops (WithLoops among the RunOptions) each seed still
+// replays: the determinism check runs every seed twice.
+func TestExploreOnSeveralSimulatedLoopsIsDeterministic(t *testing.T) {
+	weftest.Options{CheckDeterminism: true, RunOptions: []weft.Option{weft.WithLoops(4)}}.Explore(t, 200, correct)
+}
+
 // TestHelperFailingExplore is run in a child process by the tests below.
 func TestHelperFailingExplore(t *testing.T) {
 	if os.Getenv("WEFTEST_HELPER") != "1" {

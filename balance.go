@@ -134,6 +134,7 @@ func (t *Task) moveTo_(to *loop, what string) error {
 	t.moveTo = to
 	t.state = stateRunnable
 	t.waitKind = waitNone
+	l.obsRunnable(t)
 	l.suspend(t)
 	return t.takeWakeErr()
 }

@@ -24,6 +24,7 @@ type taskSnap struct {
 	state      taskView
 	rec        obsWaitRec    // valid if state is viewWaiting
 	ran        time.Duration // if running: how long it has held its loop at least (0: not known)
+	since      int64         // if runnable: when it became so, plus one (0: not known)
 }
 
 type taskView uint8
@@ -73,6 +74,7 @@ func (rs *runState) snapshot() runSnap {
 				ts.state, ts.rec = viewWaiting, r.w
 			}
 			r.mu.Unlock()
+			ts.since = r.runnableSince.Load()
 		}
 		if ts.state != viewWaiting && running[home] == t.id {
 			ts.state, ts.ran = viewRunning, ran[home]
@@ -103,9 +105,12 @@ func (rs *runState) snapshot() runSnap {
 // task's: with the watchdog on, a task that has held its loop since the
 // watchdog's last look shows "running for at least" the wall time since
 // then (a quarter of the watchdog's limit is the resolution); a shorter
-// or unwatched run shows just "running". How long a runnable task has
-// been queued is not known to Dump: it would cost a clock read per wake.
-// Dump does not
+// or unwatched run shows just "running". A runnable task shows for how
+// long it has been runnable if it has waited or been named before (the
+// record it is published in is made then); a task that has done neither
+// shows just "runnable". Wait and runnable start times reuse the loop's
+// last clock reading, so they may be early by what the loop ran since
+// (microseconds, unless a task held the loop). Dump does not
 // suspend; it writes nothing if no Run is running. A nil w panics.
 func Dump(w io.Writer) {
 	if w == nil {
@@ -185,6 +190,9 @@ func writeTaskLine(w *bufio.Writer, s runSnap, ts *taskSnap, sites *siteCache) {
 		}
 	case viewRunnable:
 		w.WriteString("runnable")
+		if ts.since > 0 {
+			fmt.Fprintf(w, " for %s", fmtDur(max(0, s.now-(ts.since-1))))
+		}
 	case viewWaiting:
 		r := &ts.rec
 		w.WriteString("waiting on ")

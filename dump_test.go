@@ -58,7 +58,7 @@ func TestDumpShowsEachTaskNameStateAndSite(t *testing.T) {
 		`(?m)^    task 2 "sleeper" \(.*\) parent 1: waiting on timer \(Sleep, due in 1h0m0s, at 01:00:00\.000\) for 0s at .*dump_test\.go:\d+; started at .*dump_test\.go:\d+$`,
 		`(?m)^    task 3 "awaiter" .* parent 1: waiting on promise \(Await\) for 0s at .*dump_test\.go:\d+; started at .*dump_test\.go:\d+$`,
 		`(?m)^    task 4 "receiver" .* parent 1: waiting on channel \(Chan\.Recv\) for 0s at .*dump_test\.go:\d+;`,
-		`(?m)^    task 5 "yielder" .* parent 1: runnable; started at .*dump_test\.go:\d+$`,
+		`(?m)^    task 5 "yielder" .* parent 1: runnable for 0s; started at .*dump_test\.go:\d+$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(dump) {
 			t.Errorf("the dump has no line matching %s", want)
@@ -260,5 +260,42 @@ func TestDumpDurationsOnTheRealClock(tt *testing.T) {
 	d, err := time.ParseDuration(m[1])
 	if err != nil || d < 0 || d > 200*time.Millisecond {
 		tt.Fatalf("a wait that just began shows %q (the loop slept 300 ms before it):\n%s", m[1], dump)
+	}
+}
+
+// TestDumpSaysHowLongAWokenTaskHasBeenRunnable: a task woken from its wait
+// while the loop is held shows for how long it has been runnable.
+func TestDumpSaysHowLongAWokenTaskHasBeenRunnable(tt *testing.T) {
+	tt.Setenv("WEFT_LOOPS", "1")
+	var dump string
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		ch := weft.NewChan[int](1)
+		p := weft.Go(t, func(t *weft.Task) (int, error) {
+			t.SetName("woken")
+			return ch.Recv(t)
+		})
+		if err := t.Yield(); err != nil { // let it reach its Recv
+			return 0, err
+		}
+		if err := ch.Send(t, 1); err != nil { // it is runnable now; main goes on
+			return 0, err
+		}
+		for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+			// Hold the loop, so that the woken task stays queued.
+		}
+		var b bytes.Buffer
+		weft.Dump(&b)
+		dump = b.String()
+		return p.Await(t)
+	})
+	if err != nil {
+		tt.Fatal(err)
+	}
+	m := regexp.MustCompile(`"woken" .*: runnable for (\S+); started at`).FindStringSubmatch(dump)
+	if m == nil {
+		tt.Fatalf("the woken task shows no runnable duration:\n%s", dump)
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d < 40*time.Millisecond || d > 10*time.Second {
+		tt.Fatalf("the woken task has been runnable for about 50 ms, the dump says %q:\n%s", m[1], dump)
 	}
 }

@@ -257,6 +257,7 @@ func (l *loop) ready(t *Task) {
 	}
 	t.state = stateRunnable
 	t.waitKind = waitNone
+	l.obsRunnable(t)
 	l.runq.push(t)
 }
 

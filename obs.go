@@ -93,6 +93,11 @@ type obsRecord struct {
 	name     string     // guarded by mu; written only by the task itself
 	haveWait bool       // guarded by mu: w holds the current or last wait
 	w        obsWaitRec // guarded by mu
+
+	// runnableSince is when the task last became runnable (woken, or it
+	// gave way), on the Run's clock (roughNow), plus one: 0 is never.
+	// Written by the loop, read by Dump for a runnable task.
+	runnableSince atomic.Int64
 }
 
 // obsRec returns t's record, publishing it on first use. Only t's loop
@@ -258,6 +263,15 @@ func (l *loop) roughNow() int64 {
 func (l *loop) noteNow(now int64) {
 	o := &l.obs
 	o.rough, o.roughSeq, o.roughValid = now, o.seq, !l.clock.Virtual()
+}
+
+// obsRunnable publishes when t became runnable, for Dump; only a task that
+// has waited once has a record to publish it in (a task that never waited
+// shows no duration while runnable).
+func (l *loop) obsRunnable(t *Task) {
+	if r := t.obs.rec.Load(); r != nil {
+		r.runnableSince.Store(l.roughNow() + 1)
+	}
 }
 
 // obsSleep publishes that the loop runs no task: it is about to sleep.

@@ -77,6 +77,7 @@ func (l *loop) readyBatch(t *Task) {
 	t.extra().batch = true
 	t.state = stateRunnable
 	t.waitKind = waitNone
+	l.obsRunnable(t)
 	l.batchq.push(t)
 }
 
@@ -240,6 +241,7 @@ func (l *loop) requeue(t *Task) {
 	t.extra().batch = true
 	t.state = stateRunnable
 	t.waitKind = waitNone
+	l.obsRunnable(t)
 	l.batchq.pushFront(t)
 }
 

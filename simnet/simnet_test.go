@@ -136,6 +136,28 @@ func sim(t *testing.T, n *simnet.Net, f func(t *weft.Task) error) error {
 
 // serveOn listens on "host:port" and returns the listener; accepted
 // connections are sent on the channel.
+// connected serves b:80 on n, dials it from the calling task's host and
+// returns both ends of the stream, with the function that closes them and
+// the listener (closing an end already closed is harmless).
+func connected(t *weft.Task, n *simnet.Net) (c, s *weft.Conn, closeAll func(), err error) {
+	ln, conns, err := serveOn(t, n, "b", 80)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err = weft.Dial(t, "tcp", "b:80")
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	s, err = conns.Recv(t)
+	if err != nil {
+		c.Close()
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	return c, s, func() { s.Close(); c.Close(); ln.Close() }, nil
+}
+
 func serveOn(t *weft.Task, n *simnet.Net, host string, port int) (*weft.Listener, *weft.Chan[*weft.Conn], error) {
 	conns := weft.NewChan[*weft.Conn](16)
 	lnc := weft.NewChan[*weft.Listener](1)
@@ -222,21 +244,11 @@ func TestDialErrors(t *testing.T) {
 func TestPartitionStallsAStreamAndHealDeliversIt(t *testing.T) {
 	n := simnet.New(1)
 	err := sim(t, n, func(t *weft.Task) error {
-		ln, conns, err := serveOn(t, n, "b", 80)
+		c, s, closeAll, err := connected(t, n)
 		if err != nil {
 			return err
 		}
-		defer ln.Close()
-		c, err := weft.Dial(t, "tcp", "b:80")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		s, err := conns.Recv(t)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
+		defer closeAll()
 		n.Partition("a", "b")
 		if _, err := c.Write(t, []byte("held")); err != nil {
 			return err
@@ -266,21 +278,11 @@ func TestLongPartitionResetsAStream(t *testing.T) {
 	n := simnet.New(1)
 	n.SetResetAfter(10 * time.Second)
 	err := sim(t, n, func(t *weft.Task) error {
-		ln, conns, err := serveOn(t, n, "b", 80)
+		c, s, closeAll, err := connected(t, n)
 		if err != nil {
 			return err
 		}
-		defer ln.Close()
-		c, err := weft.Dial(t, "tcp", "b:80")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		s, err := conns.Recv(t)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
+		defer closeAll()
 		n.Partition("a", "b")
 		start := t.Now()
 		if _, err := c.Write(t, []byte("lost")); err != nil {
@@ -306,20 +308,11 @@ func TestLongPartitionResetsAStream(t *testing.T) {
 func TestCloseGivesThePeerEOFAndEPIPE(t *testing.T) {
 	n := simnet.New(1)
 	err := sim(t, n, func(t *weft.Task) error {
-		ln, conns, err := serveOn(t, n, "b", 80)
+		c, s, closeAll, err := connected(t, n)
 		if err != nil {
 			return err
 		}
-		defer ln.Close()
-		c, err := weft.Dial(t, "tcp", "b:80")
-		if err != nil {
-			return err
-		}
-		s, err := conns.Recv(t)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
+		defer closeAll()
 		if _, err := c.Write(t, []byte("last words")); err != nil {
 			return err
 		}
@@ -345,21 +338,11 @@ func TestBandwidthDelaysWritesInVirtualTime(t *testing.T) {
 	n := simnet.New(1)
 	n.SetLink("a", "b", simnet.Link{Latency: 10 * time.Millisecond, BytesPerSecond: 1000})
 	err := sim(t, n, func(t *weft.Task) error {
-		ln, conns, err := serveOn(t, n, "b", 80)
+		c, s, closeAll, err := connected(t, n)
 		if err != nil {
 			return err
 		}
-		defer ln.Close()
-		c, err := weft.Dial(t, "tcp", "b:80")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		s, err := conns.Recv(t)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
+		defer closeAll()
 		start := t.Now()
 		if _, err := c.Write(t, bytes.Repeat([]byte("x"), 2000)); err != nil {
 			return err
@@ -383,21 +366,11 @@ func TestBandwidthDelaysWritesInVirtualTime(t *testing.T) {
 func TestReadDeadlineAndCancellationOnASimulatedConn(t *testing.T) {
 	n := simnet.New(1)
 	err := sim(t, n, func(t *weft.Task) error {
-		ln, conns, err := serveOn(t, n, "b", 80)
+		c, s, closeAll, err := connected(t, n)
 		if err != nil {
 			return err
 		}
-		defer ln.Close()
-		c, err := weft.Dial(t, "tcp", "b:80")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		s, err := conns.Recv(t)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
+		defer closeAll()
 		c.SetReadDeadline(t.Now().Add(time.Second))
 		if _, err := c.Read(t, make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 			return fmt.Errorf("read past its deadline: %v", err)

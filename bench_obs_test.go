@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
 
 // The cost of observation on the core benchmarks: each runs as the
@@ -28,15 +29,7 @@ var obsVariants = []struct {
 func BenchmarkObsSpawnAwait(b *testing.B) {
 	for _, v := range obsVariants {
 		b.Run(v.name, func(b *testing.B) {
-			weft.Run(func(t *weft.Task) (int, error) {
-				f := func(*weft.Task) (int, error) { return 1, nil }
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					weft.Go(t, f).Await(t)
-				}
-				return 0, nil
-			}, append(v.opts, weft.WithLoops(1))...)
+			benchmarks.SpawnAwaitWith(b, append(v.opts, weft.WithLoops(1))...)
 		})
 	}
 }
@@ -44,18 +37,7 @@ func BenchmarkObsSpawnAwait(b *testing.B) {
 func BenchmarkObsYieldPingPong(b *testing.B) {
 	for _, v := range obsVariants {
 		b.Run(v.name, func(b *testing.B) {
-			weft.Run(func(t *weft.Task) (struct{}, error) {
-				player := func(t *weft.Task) (struct{}, error) {
-					for i := 0; i < b.N; i++ {
-						t.Yield()
-					}
-					return struct{}{}, nil
-				}
-				b.ResetTimer()
-				x, y := weft.Go(t, player), weft.Go(t, player)
-				weft.All(t, x, y)
-				return struct{}{}, nil
-			}, append(v.opts, weft.WithLoops(1))...)
+			benchmarks.YieldPingPongWith(b, append(v.opts, weft.WithLoops(1))...)
 		})
 	}
 }

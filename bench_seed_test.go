@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
 
 // The seeded scheduler beside the default one, on the core benchmarks:
@@ -21,15 +22,7 @@ var schedModes = []struct {
 func BenchmarkSchedSpawnAwait(b *testing.B) {
 	for _, m := range schedModes {
 		b.Run(m.name, func(b *testing.B) {
-			weft.Run(func(t *weft.Task) (int, error) {
-				f := func(*weft.Task) (int, error) { return 1, nil }
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					weft.Go(t, f).Await(t)
-				}
-				return 0, nil
-			}, m.opts...)
+			benchmarks.SpawnAwaitWith(b, m.opts...)
 		})
 	}
 }
@@ -37,17 +30,7 @@ func BenchmarkSchedSpawnAwait(b *testing.B) {
 func BenchmarkSchedYieldPingPong(b *testing.B) {
 	for _, m := range schedModes {
 		b.Run(m.name, func(b *testing.B) {
-			weft.Run(func(t *weft.Task) (struct{}, error) {
-				player := func(t *weft.Task) (struct{}, error) {
-					for i := 0; i < b.N; i++ {
-						t.Yield()
-					}
-					return struct{}{}, nil
-				}
-				b.ResetTimer()
-				weft.All(t, weft.Go(t, player), weft.Go(t, player))
-				return struct{}{}, nil
-			}, m.opts...)
+			benchmarks.YieldPingPongWith(b, m.opts...)
 		})
 	}
 }

@@ -30,7 +30,10 @@ var Core = []Pair{
 }
 
 // SpawnAwait spawns a trivial task and awaits it, b.N times.
-func SpawnAwait(b *testing.B) {
+func SpawnAwait(b *testing.B) { SpawnAwaitWith(b) }
+
+// SpawnAwaitWith is SpawnAwait in a Run with opts (a seed, tracing...).
+func SpawnAwaitWith(b *testing.B, opts ...weft.Option) {
 	weft.Run(func(t *weft.Task) (int, error) {
 		f := func(*weft.Task) (int, error) { return 1, nil }
 		b.ReportAllocs()
@@ -39,7 +42,7 @@ func SpawnAwait(b *testing.B) {
 			weft.Go(t, f).Await(t)
 		}
 		return 0, nil
-	})
+	}, opts...)
 }
 
 // GoroutineSpawnJoin starts a goroutine and waits for its result on a
@@ -55,7 +58,10 @@ func GoroutineSpawnJoin(b *testing.B) {
 
 // YieldPingPong has two tasks yield to each other b.N times: each round trip
 // is two task switches.
-func YieldPingPong(b *testing.B) {
+func YieldPingPong(b *testing.B) { YieldPingPongWith(b) }
+
+// YieldPingPongWith is YieldPingPong in a Run with opts.
+func YieldPingPongWith(b *testing.B, opts ...weft.Option) {
 	weft.Run(func(t *weft.Task) (struct{}, error) {
 		player := func(t *weft.Task) (struct{}, error) {
 			for i := 0; i < b.N; i++ {
@@ -67,7 +73,7 @@ func YieldPingPong(b *testing.B) {
 		x, y := weft.Go(t, player), weft.Go(t, player)
 		weft.All(t, x, y)
 		return struct{}{}, nil
-	})
+	}, opts...)
 }
 
 // ChannelPingPong passes a value between two goroutines over unbuffered

@@ -38,3 +38,46 @@ func ExampleWithSeed() {
 	// seed 7 twice: true true
 	// orders seen in 50 seeds: 6
 }
+
+// Under a seed, WithLoops(n) simulates n loops on one goroutine: the seed
+// chooses which loop steps and which of its tasks runs, so tasks spread
+// over the loops (Loop says where each is) and the same seed still gives
+// the same schedule. A Local task stays on the loop it started on.
+func ExampleWithSeed_severalLoops() {
+	trace := func(seed uint64) (loops map[int]bool, localMoved bool, hash uint64) {
+		var info weft.RunInfo
+		loops = map[int]bool{}
+		weft.Run(func(t *weft.Task) (int, error) {
+			var ps []*weft.Promise[int]
+			for range 8 {
+				ps = append(ps, weft.Go(t, func(t *weft.Task) (int, error) {
+					for range 5 {
+						loops[t.Loop()] = true
+						t.Yield()
+					}
+					return 0, nil
+				}))
+			}
+			home := t.Loop()
+			ps = append(ps, weft.Local(t, func(t *weft.Task) (int, error) {
+				for range 5 {
+					localMoved = localMoved || t.Loop() != home
+					t.Yield()
+				}
+				return 0, nil
+			}))
+			_, err := weft.All(t, ps...)
+			return 0, err
+		}, weft.WithSeed(seed), weft.WithLoops(4), weft.WithRunInfo(&info))
+		return loops, localMoved, info.Hash
+	}
+	l1, moved, h1 := trace(11)
+	_, _, h2 := trace(11)
+	fmt.Println("tasks ran on more than one loop:", len(l1) > 1)
+	fmt.Println("the Local task moved:", moved)
+	fmt.Println("seed 11 twice, same schedule:", h1 == h2)
+	// Output:
+	// tasks ran on more than one loop: true
+	// the Local task moved: false
+	// seed 11 twice, same schedule: true
+}

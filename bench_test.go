@@ -25,3 +25,7 @@ func BenchmarkContextCancel(b *testing.B) { benchmarks.ContextCancel(b) }
 
 func BenchmarkCheckpoint(b *testing.B) { benchmarks.Checkpoint(b) }
 func BenchmarkGosched(b *testing.B)    { benchmarks.Gosched(b) }
+
+func BenchmarkBlockingCall(b *testing.B)        { benchmarks.BlockingCall(b) }
+func BenchmarkGoroutineCall(b *testing.B)       { benchmarks.GoroutineCall(b) }
+func BenchmarkBlockingVsGoroutine(b *testing.B) { benchmarks.BlockingVsGoroutine(b) }

@@ -260,7 +260,7 @@ func describeWait(s runSnap, r *obsWaitRec) string {
 	case waitFD:
 		return fmt.Sprintf("fd %d (%s)", r.detail>>2, fdModeString(poller.Mode(r.detail&3)))
 	case waitExternal:
-		return "off-loop work (Offload)"
+		return "off-loop work (" + opOr(r.op, "Offload") + ")"
 	case waitPark:
 		switch {
 		case strings.HasPrefix(r.op, "Chan.") || r.op == "Select":

@@ -12,14 +12,19 @@ package weft
 // and layerState (a value made on first use and closed when the loop
 // ends).
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // extOp is one piece of off-loop work a task waits for.
 type extOp struct {
 	t       *Task
+	name    string        // the operation, for Dump and deadlock reports ("": Offload)
 	waiting atomic.Uint64 // the wait for op: its generation << 32 | the index of the loop it waits on
 	done    atomic.Bool   // fn has returned (set on the loop that started it)
 	fin     chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
+	inline  atomic.Uint32 // extPolling while the task polls for fn's return (pollExternal), then extTaken if fn returned meanwhile
 	tr      traceOp       // the work's lane and times, when tracing (tracehook.go)
 }
 
@@ -31,28 +36,65 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 	l.external++
 	fn = l.traceExternal(op, fn)
 	start(func() {
+		// Deferred, so that fn calling runtime.Goexit still completes op
+		// (the goroutine then ends: start must allow for that).
+		defer l.completeExternal(op)
 		fn()
-		if op.fin != nil {
-			close(op.fin)
-		}
-		// If the loop has ended (only when Run unwinds after a Goexit), the
-		// post is refused and there is nobody left to tell.
-		l.post(func() {
-			l.external--
-			l.traceExternalDone(op)
-			op.done.Store(true)
-			// The task may have stopped waiting for op (cancelled), moved to
-			// another loop and waited for op again there: wake it where it
-			// waits. waitTok is all we may read of it until then.
-			w := op.waiting.Load()
-			gen, to := uint32(w>>32), l.rs.loops[uint32(w)]
-			if to == l {
-				l.wakeExternal(op.t, gen)
-			} else {
-				to.post(func() { to.wakeExternal(op.t, gen) })
-			}
-		})
 	})
+}
+
+// completeExternal tells op's loop that its work has returned.
+func (l *loop) completeExternal(op *extOp) {
+	if op.fin != nil {
+		close(op.fin)
+	}
+	if op.inline.CompareAndSwap(extPolling, extTaken) {
+		return // the task polls for us: it completes op itself
+	}
+	// If the loop has ended (only when Run unwinds after a Goexit), the
+	// post is refused and there is nobody left to tell.
+	l.post(func() {
+		l.external--
+		l.traceExternalDone(op)
+		op.done.Store(true)
+		// The task may have stopped waiting for op (cancelled), moved to
+		// another loop and waited for op again there: wake it where it
+		// waits. waitTok is all we may read of it until then.
+		w := op.waiting.Load()
+		gen, to := uint32(w>>32), l.rs.loops[uint32(w)]
+		if to == l {
+			l.wakeExternal(op.t, gen)
+		} else {
+			to.post(func() { to.wakeExternal(op.t, gen) })
+		}
+	})
+}
+
+const (
+	extPolling = 1
+	extTaken   = 2
+)
+
+// pollExternal gives op's work up to n turns of t's processor to return,
+// if t's loop has nothing else to do, and reports whether it did: op is
+// then done, without the completion's trip through the inbox and t's
+// suspension. For work that often returns at once (a call into a client
+// library that answers from its buffers, say), that trip is most of its
+// cost. The caller sets op.inline to extPolling before it starts op.
+func (t *Task) pollExternal(op *extOp, n int) bool {
+	l := t.loop
+	if l.runq.len() == 0 && l.batchq.len() == 0 && l.inboxLen.Load() == 0 {
+		for i := 0; i < n && op.inline.Load() == extPolling; i++ {
+			runtime.Gosched() // the work's goroutine was readied on this processor: let it run
+		}
+	}
+	if op.inline.CompareAndSwap(extPolling, 0) {
+		return false // still running: its completion will be posted
+	}
+	l.external--
+	l.traceExternalDone(op)
+	op.done.Store(true)
+	return true
 }
 
 // waitExternal suspends t until op is done. It returns the error of an
@@ -64,6 +106,14 @@ func (t *Task) waitExternal(op *extOp) error {
 	if op.done.Load() {
 		return nil
 	}
+	// What reports show: the operation and where its caller waits.
+	ws := t.waitState()
+	ws.op = op.name
+	if ws.op == "" {
+		ws.op = "Offload"
+	}
+	clear(ws.pcs[:])
+	fpCallers(ws.pcs[:])
 	return t.block(waitExternal)
 }
 

@@ -293,7 +293,7 @@ func (t *Task) obsWait(kind waitKind) {
 	rec.since = t.loop.roughNow()
 	rec.detail = 0
 	switch kind {
-	case waitPromise, waitMulti, waitPark:
+	case waitPromise, waitMulti, waitPark, waitExternal:
 		if ws := x.w; ws != nil {
 			rec.op, rec.pcs = ws.op, ws.pcs
 		}

@@ -48,6 +48,11 @@ func NewSemaphore(n int64) *Semaphore {
 // to the next waiters.
 func (s *Semaphore) Acquire(t *Task, n int64) error {
 	t.check("Semaphore.Acquire")
+	return s.acquire(t, n, "Semaphore.Acquire")
+}
+
+// acquire is Acquire for a wait that reports show as op.
+func (s *Semaphore) acquire(t *Task, n int64, op string) error {
 	s.checkCount("Acquire", n)
 	if err := t.cancelPoint(); err != nil {
 		return err
@@ -66,7 +71,7 @@ func (s *Semaphore) Acquire(t *Task, n int64) error {
 	t.preparePark(&nd.pw)
 	s.q.push(nd)
 	s.mu.unlock()
-	err := t.park("Semaphore.Acquire", s, &nd.pw)
+	err := t.park(op, s, &nd.pw)
 	granted := nd.state == nodeDone
 	if granted && err == nil {
 		err = t.cancelPoint()

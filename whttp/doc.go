@@ -8,7 +8,9 @@
 // suspend (Sleep, Await, I/O, Offload) without blocking the loop; it reads
 // the request body and writes the response in that task, and each read or
 // write may suspend. A standard http.Handler runs through Adapt, in the
-// connection's task, for handlers that do not block.
+// connection's task, for handlers that do not block, and through Blocking,
+// on a goroutine of its own, for handlers that do (net/http/pprof,
+// http.TimeoutHandler, blocking database clients).
 //
 //	srv := &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 //		t.Sleep(10 * time.Millisecond) // suspends this connection's task only

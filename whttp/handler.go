@@ -31,7 +31,8 @@ func (f HandlerFunc) ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Requ
 // Adapt returns a Handler that runs the standard handler h in the
 // connection's task: http.ServeMux, http.FileServer, middleware written
 // for net/http. h runs on the loop, so it must not block (no channel
-// receives, mutex waits or blocking calls); its reads of r.Body and writes
+// receives, mutex waits or blocking calls: use Blocking for such a
+// handler); its reads of r.Body and writes
 // to w suspend the task, as a weft Handler's do. A standard handler that
 // needs to suspend gets the task with TaskOf(r), so http.ServeMux
 // patterns can route to code that sleeps or awaits.

@@ -114,7 +114,7 @@ type blockingProxy struct {
 	status      int         // set by WriteHeader
 	snap        http.Header // the header as WriteHeader found it
 	wroteHeader bool        // WriteHeader was called (or implied)
-	headerSent  bool // ... and handed to the task with the status
+	headerSent  bool        // ... and handed to the task with the status
 	declared    []string
 	cl          int64 // the declared Content-Length, -1 if none
 	written     int64
@@ -127,12 +127,12 @@ type blockingProxy struct {
 type blockingOpKind uint8
 
 const (
-	opWrite  blockingOpKind = iota // status and header if not sent yet, data, more, flush
-	opInfo                         // a 1xx response: status and header
-	opRead                         // read the body into p
-	opReadDL                       // set the read deadline to dl
-	opWriteDL                      // set the write deadline to dl
-	opEnd                          // the handler returned (or panicked: panicked)
+	opWrite   blockingOpKind = iota // status and header if not sent yet, data, more, flush
+	opInfo                          // a 1xx response: status and header
+	opRead                          // read the body into p
+	opReadDL                        // set the read deadline to dl
+	opWriteDL                       // set the write deadline to dl
+	opEnd                           // the handler returned (or panicked: panicked)
 )
 
 // blockingOp is one operation handed to the connection's task, with its

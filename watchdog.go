@@ -12,6 +12,15 @@ package weft
 // a dump of all goroutines (runtime.Stack, which stops the world for a
 // moment: once per episode, never while nothing is stuck). The goroutine's
 // state in that dump names the likely cause.
+//
+// A task blocked in a known blocking call (a system call or Go's network
+// I/O, a Go channel or select, a sync lock, time.Sleep) is reported
+// sooner: a word unchanged over two samples (held for a quarter of the
+// limit) gets a look at the task's stack, and if it is in such a call the
+// episode is reported then, with the advice to run the call through
+// Blocking. A task's function gets one early look per Run, and early looks
+// are at least probeEvery apart, so the watchdog stays cheap with tasks
+// that compute for long stretches; each function is reported early once.
 
 import (
 	"bytes"
@@ -31,9 +40,13 @@ const DefaultWatchdog = 100 * time.Millisecond
 // is DefaultWatchdog, 100 ms; 0 turns the watchdog off). A report is a
 // Warn record through the Run's logger (see WithLogger) with the task's
 // name, how long so far, the likely cause (a Go channel operation, a sync
-// lock, time.Sleep, a blocking system call, or CPU without Checkpoint) and
-// the stack of the task taken while it is stuck; it comes once per
-// episode. The watchdog is a goroutine of the Run's own, which ends with
+// lock, time.Sleep, a blocking system call or Go network I/O, or CPU
+// without Checkpoint) with what to do (for the blocking calls: run them
+// through Blocking) and the stack of the task taken while it is stuck; it
+// comes once per episode. A task found in a known blocking call is
+// reported as soon as it has held its loop for a quarter of the limit
+// (once per task function), since a blocking call made from a task holds
+// up the loop however short it is; calls shorter than that are not seen. The watchdog is a goroutine of the Run's own, which ends with
 // it; it never needs the loops, and costs them one atomic store per task
 // switch. With WithLogger(nil) there is no watchdog. d < 0 panics with
 // "weft:".
@@ -53,7 +66,15 @@ type watchdog struct {
 	limit time.Duration
 	stop  chan struct{}
 	done  chan struct{}
+
+	// The early looks (probe), on the watchdog's goroutine only.
+	lastProbe time.Time
+	looked    map[uintptr]bool // functions that had their early look
 }
+
+// probeEvery bounds the early looks at stacks of tasks that hold their
+// loop for less than the limit.
+const probeEvery = 100 * time.Millisecond
 
 // startWatchdog starts rs's watchdog if its options ask for one; stop it
 // with its end method.
@@ -90,6 +111,7 @@ type loopWatch struct {
 	cps      uint32    // ... and the count of slow Checkpoints
 	since    time.Time // when it was first seen
 	reported bool      // this episode has been reported
+	probed   bool      // this episode has had its early look
 }
 
 func (wd *watchdog) run() {
@@ -113,17 +135,27 @@ func (wd *watchdog) run() {
 					*lw = loopWatch{word: w, cps: cps, since: now}
 					continue
 				}
-				if id := uint32(w); id != 0 && !lw.reported && now.Sub(lw.since) >= wd.limit {
+				id := uint32(w)
+				if id == 0 || lw.reported {
+					continue
+				}
+				if held := now.Sub(lw.since); held >= wd.limit {
 					lw.reported = true
-					wd.report(i, id, now.Sub(lw.since))
+					wd.report(i, id, held, false)
+				} else if !lw.probed && now.Sub(wd.lastProbe) >= probeEvery {
+					// Held over two samples: look early for a blocking call.
+					lw.probed = true
+					lw.reported = wd.report(i, id, held, true)
 				}
 			}
 		}
 	}
 }
 
-// report logs the episode of task id holding loop li for d so far.
-func (wd *watchdog) report(li int, id uint32, d time.Duration) {
+// report logs the episode of task id holding loop li for d so far, and
+// reports whether it did. An early report (before the limit) is made only
+// if the task is in a known blocking call, once per function and cause.
+func (wd *watchdog) report(li int, id uint32, d time.Duration, early bool) bool {
 	rs := wd.rs
 	var ts *taskSnap
 	snap := rs.snapshot()
@@ -133,14 +165,27 @@ func (wd *watchdog) report(li int, id uint32, d time.Duration) {
 		}
 	}
 	if ts == nil {
-		return // it finished meanwhile
+		return false // it finished meanwhile
+	}
+	if early {
+		if wd.looked[ts.fn] {
+			return false
+		}
+		if wd.looked == nil {
+			wd.looked = map[uintptr]bool{}
+		}
+		wd.looked[ts.fn] = true
+		wd.lastProbe = time.Now()
 	}
 	fn := funcNameOf(ts.fn)
 	state, stack := taskStack(fn)
 	cause := stuckCause(state, stack)
 	// Ask again: if the loop moved on while we looked, there is no report.
 	if uint32(rs.loops[li].obs.run.Load()) != id {
-		return
+		return false
+	}
+	if early && !inBlockingCall(state, stack) {
+		return false
 	}
 	name := ts.name
 	if name == "" {
@@ -157,6 +202,7 @@ func (wd *watchdog) report(li int, id uint32, d time.Duration) {
 		slog.Duration("for", d.Round(time.Millisecond)),
 		slog.String("cause", cause),
 		slog.String("stack", stack))
+	return true
 }
 
 // taskStack finds, in a dump of every goroutine, the goroutine of the
@@ -212,21 +258,37 @@ func goroutineState(s string) string {
 }
 
 // stuckCause names the likely cause of a stuck task from its goroutine's
-// state and stack.
+// state and stack, and what to do about it.
 func stuckCause(state, stack string) string {
 	switch {
 	case stack == "":
 		return "unknown (its stack was not found)"
 	case strings.HasPrefix(state, "chan ") || strings.HasPrefix(state, "select"):
-		return "a Go channel operation (" + state + "): use a weft channel, or Offload"
+		return "a Go channel operation (" + state + "): run the code that waits through weft.Blocking, or use a weft channel"
 	case strings.HasPrefix(state, "sync.") || strings.HasPrefix(state, "semacquire"):
-		return "a sync lock (" + state + "): use weft.Mutex, or do not hold a lock across a suspension"
+		return "a sync lock (" + state + "): run the code that waits through weft.Blocking, or use weft.Mutex (and hold no lock across a suspension)"
 	case state == "sleep":
-		return "time.Sleep: use t.Sleep"
-	case state == "syscall" || state == "IO wait" || strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall"):
-		return "a blocking system call (" + state + "): use Offload, or weft's I/O"
+		return "time.Sleep: use t.Sleep, or run the code that sleeps through weft.Blocking"
+	case state == "IO wait":
+		return "Go network I/O (IO wait): run the client that waits through weft.Blocking, or use weft's I/O"
+	case state == "syscall" || strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall"):
+		return "a blocking system call (" + state + "): run it through weft.Blocking, or use weft's I/O"
 	case state == "running" || state == "runnable":
 		return "CPU work without Checkpoint: call t.Checkpoint() every so often, or Offload it"
 	}
-	return "blocked in the Go runtime (" + state + ")"
+	return "blocked in the Go runtime (" + state + "): run the code that waits through weft.Blocking"
+}
+
+// inBlockingCall reports whether a stuck task's goroutine waits in a known
+// blocking call (not computing, not in an unknown runtime state).
+func inBlockingCall(state, stack string) bool {
+	switch {
+	case stack == "", state == "running", state == "runnable":
+		return false
+	case strings.HasPrefix(state, "chan "), strings.HasPrefix(state, "select"),
+		strings.HasPrefix(state, "sync."), strings.HasPrefix(state, "semacquire"),
+		state == "sleep", state == "IO wait", state == "syscall":
+		return true
+	}
+	return strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall")
 }

@@ -3,6 +3,7 @@ package weft_test
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -161,4 +162,82 @@ func TestWithWatchdogNegativePanics(t *testing.T) {
 		}
 	}()
 	weft.WithWatchdog(-1)
+}
+
+// TestWatchdogReportsAShortBlockingCallEarly: a blocking call that holds
+// the loop for less than the limit (a client library's network wait, say)
+// is reported once it has held the loop over two samples, with the advice
+// to use Blocking; the same function is reported once however often it
+// does it, and computing for as long is not reported.
+func TestWatchdogReportsAShortBlockingCallEarly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 1)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					time.Sleep(60 * time.Millisecond) // a slow server
+					c.Write(buf)
+				}
+			}()
+		}
+	}()
+	var log logBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	_, err = weft.Run(func(t *weft.Task) (int, error) {
+		c, err := net.Dial("tcp", ln.Addr().String()) // the blocking client a library would use
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		query := func(t *weft.Task) (int, error) {
+			t.SetName("querier")
+			buf := []byte{1}
+			for range 3 {
+				c.Write(buf)
+				if _, err := c.Read(buf); err != nil { // holds the loop for 60 ms
+					return 0, err
+				}
+				if err := t.Sleep(time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		}
+		compute := func(t *weft.Task) (int, error) {
+			t.SetName("computer")
+			for start := time.Now(); time.Since(start) < 60*time.Millisecond; {
+			}
+			return 0, nil
+		}
+		if _, err := weft.Go(t, compute).Await(t); err != nil {
+			return 0, err
+		}
+		return weft.Go(t, query).Await(t)
+	}, weft.WithLogger(logger)) // the default limit, 100 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := log.String()
+	t.Logf("log:\n%s", s)
+	if n := strings.Count(s, "level=WARN"); n != 1 {
+		t.Fatalf("%d reports, want 1: the querier's blocking read, once", n)
+	}
+	for _, want := range []string{"task=querier", `cause="Go network I/O (IO wait): run the client that waits through weft.Blocking`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
 }

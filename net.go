@@ -78,16 +78,17 @@ type packetImpl interface {
 func (l *loop) fdIO() bool { return haveFDIO && l.caps.Edge }
 
 // viaBackend makes an I/O object's implementation with the backend of t's
-// loop: raw fds on the poller, or the net and os packages.
-func viaBackend[I any](t *Task, network, address string, fd, portable func(*Task, string, string) (I, error)) (I, error) {
+// loop: raw fds on the poller, or the net and os packages. cfg holds the
+// socket options of a ListenConfig or Dialer (nil: none).
+func viaBackend[I any](t *Task, network, address string, cfg *sockConfig, fd, portable func(*Task, string, string, *sockConfig) (I, error)) (I, error) {
 	if err := t.rs.checkIO(network + " " + address); err != nil {
 		var zero I
 		return zero, err
 	}
 	if t.loop.fdIO() {
-		return fd(t, network, address)
+		return fd(t, network, address, cfg)
 	}
-	return portable(t, network, address)
+	return portable(t, network, address, cfg)
 }
 
 // sameLoop panics unless t belongs to the Run an I/O object was made on.
@@ -109,13 +110,18 @@ func sameLoop(t *Task, l *loop, what string) {
 // ErrRealIO unless AllowRealIO.
 func Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("Listen")
+	return listen(t, network, address, nil)
+}
+
+// listen is Listen with a ListenConfig's options.
+func listen(t *Task, network, address string, cfg *sockConfig) (*Listener, error) {
 	l := t.loop
 	var impl listenerImpl
 	var err error
 	if n := t.network(); n != nil {
 		impl, err = listenOn(t, n, network, address)
 	} else {
-		impl, err = viaBackend(t, network, address, listenFD, listenPortable)
+		impl, err = viaBackend(t, network, address, cfg, listenFD, listenPortable)
 	}
 	if err != nil {
 		return nil, err
@@ -185,13 +191,18 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 // like.
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
+	return dial(t, network, address, nil)
+}
+
+// dial is Dial with a Dialer's options.
+func dial(t *Task, network, address string, cfg *sockConfig) (*Conn, error) {
 	l := t.loop
 	var impl connImpl
 	var err error
 	if n := t.network(); n != nil {
 		impl, err = dialOn(t, n, network, address)
 	} else {
-		impl, err = viaBackend(t, network, address, dialFD, dialPortable)
+		impl, err = viaBackend(t, network, address, cfg, dialFD, dialPortable)
 	}
 	if err != nil {
 		return nil, err
@@ -329,13 +340,18 @@ func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 // is the use of the task's Network and ErrRealIO under a seed.
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
+	return listenPacket(t, network, address, nil)
+}
+
+// listenPacket is ListenPacket with a ListenConfig's options.
+func listenPacket(t *Task, network, address string, cfg *sockConfig) (*PacketConn, error) {
 	l := t.loop
 	var impl packetImpl
 	var err error
 	if n := t.network(); n != nil {
 		impl, err = listenPacketOn(t, n, network, address)
 	} else {
-		impl, err = viaBackend(t, network, address, listenPacketFD, listenPacketPortable)
+		impl, err = viaBackend(t, network, address, cfg, listenPacketFD, listenPacketPortable)
 	}
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/weft-go/weft/internal/poller"
 	"golang.org/x/sys/unix"
@@ -284,7 +285,7 @@ func (fd *netFD) fillAddrs(k netKind) {
 	}
 }
 
-func listenFD(t *Task, network, address string) (listenerImpl, error) {
+func listenFD(t *Task, network, address string, cfg *sockConfig) (listenerImpl, error) {
 	k, err := parseNetwork(network, true)
 	if err != nil {
 		return nil, opError("listen", network, nil, nil, err)
@@ -314,11 +315,15 @@ func listenFD(t *Task, network, address string) (listenerImpl, error) {
 			unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
 		}
 	}
+	if err := cfg.beforeBind(s, k, sa); err != nil { // a ListenConfig's (net_sockopt_linux.go)
+		unix.Close(s)
+		return nil, opErr(err)
+	}
 	if err := unix.Bind(s, sa); err != nil {
 		unix.Close(s)
 		return nil, opErr(os.NewSyscallError("bind", err))
 	}
-	if err := unix.Listen(s, listenBacklog()); err != nil {
+	if err := unix.Listen(s, cfg.backlogOr(listenBacklog)); err != nil {
 		unix.Close(s)
 		return nil, opErr(os.NewSyscallError("listen", err))
 	}
@@ -330,7 +335,7 @@ func listenFD(t *Task, network, address string) (listenerImpl, error) {
 	if k.unix {
 		fd.unlink = address
 	}
-	return &fdListener{fd: fd, k: k}, nil
+	return &fdListener{fd: fd, k: k, keepAlive: cfg.keepAliveOrNone()}, nil
 }
 
 // socketOrIPv4 makes a socket for *sa; a wildcard IPv6 address on a system
@@ -365,8 +370,9 @@ func listenBacklog() int {
 }
 
 type fdListener struct {
-	fd *netFD
-	k  netKind
+	fd        *netFD
+	k         netKind
+	keepAlive time.Duration // > 0: accepted TCP connections send keep-alive probes (ListenConfig)
 }
 
 func (ln *fdListener) addr() net.Addr { return ln.fd.laddr }
@@ -382,6 +388,9 @@ func (ln *fdListener) accept(t *Task) (connImpl, error) {
 		switch err {
 		case nil:
 			t.spend()
+			if ln.keepAlive > 0 {
+				setKeepAlive(s, ln.keepAlive)
+			}
 			return newStreamConn(t, s, ln.k, peer)
 		case unix.EINTR, unix.ECONNABORTED:
 			continue
@@ -415,27 +424,30 @@ func newStreamConn(t *Task, s int, k netKind, peer unix.Sockaddr) (*netFD, error
 	return fd, nil
 }
 
-func dialFD(t *Task, network, address string) (connImpl, error) {
+func dialFD(t *Task, network, address string, cfg *sockConfig) (connImpl, error) {
 	k, err := parseNetwork(network, true)
 	if err != nil {
 		return nil, opError("dial", network, nil, nil, err)
 	}
 	if k.unix {
 		raddr := &net.UnixAddr{Name: address, Net: network}
-		c, err := connectFD(t, k, &unix.SockaddrUnix{Name: address}, unix.AF_UNIX)
+		c, err := connectFD(t, k, &unix.SockaddrUnix{Name: address}, unix.AF_UNIX, cfg)
 		if err != nil {
 			return nil, opError("dial", network, nil, raddr, err)
 		}
 		return c, nil
 	}
 	aps, err := resolve(t, k, address, false)
+	if err == nil {
+		aps, err = cfg.suitable(k, aps) // a Dialer's LocalAddr
+	}
 	if err != nil {
 		return nil, opError("dial", network, nil, nil, err)
 	}
 	var first error
 	for _, ap := range aps {
 		sa, family := sockaddrOf(ap)
-		c, err := connectFD(t, k, sa, family)
+		c, err := connectFD(t, k, sa, family, cfg)
 		if err == nil {
 			return c, nil
 		}
@@ -452,12 +464,16 @@ func dialFD(t *Task, network, address string) (connImpl, error) {
 // connectFD makes a socket and connects it without blocking the loop: a
 // connect in progress is waited for as writability, then SO_ERROR tells how
 // it ended.
-func connectFD(t *Task, k netKind, sa unix.Sockaddr, family int) (*netFD, error) {
+func connectFD(t *Task, k netKind, sa unix.Sockaddr, family int, cfg *sockConfig) (*netFD, error) {
 	if err := t.cancelPoint(); err != nil {
 		return nil, err
 	}
 	s, err := socket(family, unix.SOCK_STREAM)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.beforeConnect(s, k, sa); err != nil { // a Dialer's (net_sockopt_linux.go)
+		unix.Close(s)
 		return nil, err
 	}
 	fd, err := newNetFD(t, s, fdStream, k.network)
@@ -512,7 +528,7 @@ type fdPacketConn struct {
 	family int // AF_INET, AF_INET6 or AF_UNIX
 }
 
-func listenPacketFD(t *Task, network, address string) (packetImpl, error) {
+func listenPacketFD(t *Task, network, address string, cfg *sockConfig) (packetImpl, error) {
 	k, err := parseNetwork(network, false)
 	if err != nil {
 		return nil, opError("listen", network, nil, nil, err)
@@ -536,6 +552,10 @@ func listenPacketFD(t *Task, network, address string) (packetImpl, error) {
 	}
 	if family == unix.AF_INET6 && k.family == 0 {
 		unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+	}
+	if err := cfg.beforeBind(s, k, sa); err != nil { // a ListenConfig's (net_sockopt_linux.go)
+		unix.Close(s)
+		return nil, opError("listen", network, nil, laddr, err)
 	}
 	if err := unix.Bind(s, sa); err != nil {
 		unix.Close(s)

@@ -6,15 +6,15 @@ package weft
 
 const haveFDIO = false
 
-func listenFD(t *Task, network, address string) (listenerImpl, error) {
+func listenFD(t *Task, network, address string, cfg *sockConfig) (listenerImpl, error) {
 	panic("weft: internal error: fd I/O on a system without it")
 }
 
-func dialFD(t *Task, network, address string) (connImpl, error) {
+func dialFD(t *Task, network, address string, cfg *sockConfig) (connImpl, error) {
 	panic("weft: internal error: fd I/O on a system without it")
 }
 
-func listenPacketFD(t *Task, network, address string) (packetImpl, error) {
+func listenPacketFD(t *Task, network, address string, cfg *sockConfig) (packetImpl, error) {
 	panic("weft: internal error: fd I/O on a system without it")
 }
 

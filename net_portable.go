@@ -66,13 +66,18 @@ type portableListener struct {
 
 type deadliner interface{ SetDeadline(time.Time) error }
 
-func listenPortable(t *Task, network, address string) (listenerImpl, error) {
+func listenPortable(t *Task, network, address string, cfg *sockConfig) (listenerImpl, error) {
 	if _, err := parseNetwork(network, true); err != nil {
 		return nil, opError("listen", network, nil, nil, err)
 	}
 	ctx := t.Context()
+	lc := cfg.netListenConfig() // a ListenConfig's options (net_config.go)
 	ln, err := Offload(t, func() (net.Listener, error) {
-		return (&net.ListenConfig{}).Listen(ctx, network, address)
+		ln, err := lc.Listen(ctx, network, address)
+		if err == nil {
+			err = cfg.relisten(ln)
+		}
+		return ln, err
 	})
 	if err != nil {
 		return nil, opError("listen", network, nil, nil, err)
@@ -134,7 +139,7 @@ type portableConn struct {
 	network string
 }
 
-func dialPortable(t *Task, network, address string) (connImpl, error) {
+func dialPortable(t *Task, network, address string, cfg *sockConfig) (connImpl, error) {
 	if _, err := parseNetwork(network, true); err != nil {
 		return nil, opError("dial", network, nil, nil, err)
 	}
@@ -142,7 +147,8 @@ func dialPortable(t *Task, network, address string) (connImpl, error) {
 	defer cancel()
 	var c net.Conn
 	var err error
-	werr := t.blockingCall(func() { c, err = (&net.Dialer{}).DialContext(ctx, network, address) }, cancel, func() {})
+	d := cfg.netDialer() // a Dialer's options (net_config.go)
+	werr := t.blockingCall(func() { c, err = d.DialContext(ctx, network, address) }, cancel, func() {})
 	if werr != nil {
 		if c != nil {
 			c.Close()
@@ -197,13 +203,14 @@ type portablePacketConn struct {
 	network string
 }
 
-func listenPacketPortable(t *Task, network, address string) (packetImpl, error) {
+func listenPacketPortable(t *Task, network, address string, cfg *sockConfig) (packetImpl, error) {
 	if _, err := parseNetwork(network, false); err != nil {
 		return nil, opError("listen", network, nil, nil, err)
 	}
 	ctx := t.Context()
+	lc := cfg.netListenConfig()
 	c, err := Offload(t, func() (net.PacketConn, error) {
-		return (&net.ListenConfig{}).ListenPacket(ctx, network, address)
+		return lc.ListenPacket(ctx, network, address)
 	})
 	if err != nil {
 		return nil, opError("listen", network, nil, nil, err)

@@ -286,9 +286,10 @@ func inBlockingCall(state, stack string) bool {
 	case stack == "", state == "running", state == "runnable":
 		return false
 	case strings.HasPrefix(state, "chan "), strings.HasPrefix(state, "select"),
-		strings.HasPrefix(state, "sync."), strings.HasPrefix(state, "semacquire"),
-		state == "sleep", state == "IO wait", state == "syscall":
+		strings.HasPrefix(state, "sync."), state == "sleep", state == "IO wait", state == "syscall":
 		return true
+	case state == "semacquire":
+		return false // the runtime's own (a GC phase, say), not a call of the task
 	}
 	return strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall")
 }

@@ -398,65 +398,70 @@ func TestDialerLocalAddr(t *testing.T) {
 // ReusePort, and both accept some of the connections made to it.
 func TestReusePortTwoRunsInOneProcess(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
-		addr := make(chan string, 1)
 		stop := make(chan struct{})
 		var accepted [2]int
+		var errs [2]error
 		var wg sync.WaitGroup
-		serve := func(i int, address string) {
+		serve := func(i int, address string, ready chan<- string) {
 			defer wg.Done()
-			_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-				ln, err := (&weft.ListenConfig{ReusePort: true}).Listen(wt, "tcp", address)
-				if err != nil {
-					addr <- ""
-					return struct{}{}, err
-				}
-				if i == 0 {
-					addr <- ln.Addr().String()
-				}
-				weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
-					weft.Blocking(wt, func(context.Context) (struct{}, error) { <-stop; return struct{}{}, nil })
-					ln.Close()
-					return struct{}{}, nil
-				})
-				for {
-					c, err := ln.Accept(wt)
-					if err != nil {
-						return struct{}{}, nil
-					}
-					accepted[i]++
-					c.Write(wt, []byte{byte('0' + i)})
-					c.Close()
-				}
-			}, opts...)
-			if err != nil {
-				t.Error(err)
-			}
+			accepted[i], errs[i] = serveByte(address, byte('0'+i), stop, ready, opts...)
 		}
-		wg.Add(1)
-		go serve(0, "127.0.0.1:0")
-		a := <-addr
+		ready := make(chan string, 2)
+		wg.Add(2)
+		go serve(0, "127.0.0.1:0", ready)
+		a := <-ready
 		if a == "" {
 			t.Fatal("the first listener failed")
 		}
-		wg.Add(1)
-		go serve(1, a)
+		go serve(1, a, ready)
+		if <-ready == "" {
+			t.Fatal("the second listener failed")
+		}
 		seen := map[byte]int{}
 		for i := 0; i < 400 && (seen['0'] == 0 || seen['1'] == 0); i++ {
-			b, err := readOneByte(a)
-			if err != nil {
-				continue // the second listener is not up yet, or a reset
+			if b, err := readOneByte(a); err == nil {
+				seen[b]++
 			}
-			seen[b]++
 		}
 		close(stop)
 		wg.Wait()
-		if seen['0'] == 0 || seen['1'] == 0 {
-			t.Fatalf("connections served by each Run: %v, want both", seen)
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
 		}
-		if accepted[0] == 0 || accepted[1] == 0 {
-			t.Fatalf("accepted %v", accepted)
+		if seen['0'] == 0 || seen['1'] == 0 || accepted[0] == 0 || accepted[1] == 0 {
+			t.Fatalf("connections served by each Run: %v (accepted %v), want both", seen, accepted)
 		}
 	})
+}
+
+// serveByte runs a Run that listens on address with ReusePort, says its
+// address on ready ("" if it failed), and answers each connection with b
+// until stop is closed. It returns how many it accepted.
+func serveByte(address string, b byte, stop <-chan struct{}, ready chan<- string, opts ...weft.Option) (int, error) {
+	accepted := 0
+	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+		ln, err := (&weft.ListenConfig{ReusePort: true}).Listen(wt, "tcp", address)
+		if err != nil {
+			ready <- ""
+			return struct{}{}, err
+		}
+		ready <- ln.Addr().String()
+		weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+			weft.Blocking(wt, func(context.Context) (struct{}, error) { <-stop; return struct{}{}, nil })
+			ln.Close()
+			return struct{}{}, nil
+		})
+		for {
+			c, err := ln.Accept(wt)
+			if err != nil {
+				return struct{}{}, nil // closed
+			}
+			accepted++
+			c.Write(wt, []byte{b})
+			c.Close()
+		}
+	}, opts...)
+	return accepted, err
 }
 
 func readOneByte(addr string) (byte, error) {
@@ -480,34 +485,14 @@ func TestReusePortTwoProcesses(t *testing.T) {
 	if os.Getenv("WEFT_REUSEPORT_HELPER") != "" {
 		t.Skip("the helper's own run")
 	}
-	addr := make(chan string, 1)
+	ready := make(chan string, 1)
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-			ln, err := (&weft.ListenConfig{ReusePort: true}).Listen(wt, "tcp", "127.0.0.1:0")
-			if err != nil {
-				addr <- ""
-				return struct{}{}, err
-			}
-			addr <- ln.Addr().String()
-			weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
-				weft.Blocking(wt, func(context.Context) (struct{}, error) { <-stop; return struct{}{}, nil })
-				ln.Close()
-				return struct{}{}, nil
-			})
-			for {
-				c, err := ln.Accept(wt)
-				if err != nil {
-					return struct{}{}, nil
-				}
-				c.Write(wt, []byte{'P'})
-				c.Close()
-			}
-		})
+		_, err := serveByte("127.0.0.1:0", 'P', stop, ready)
 		done <- err
 	}()
-	a := <-addr
+	a := <-ready
 	if a == "" {
 		t.Fatal(<-done)
 	}
@@ -529,9 +514,9 @@ func TestReusePortTwoProcesses(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	ready := make([]byte, len("ready\n"))
-	if _, err := io.ReadFull(out, ready); err != nil || string(ready) != "ready\n" {
-		t.Fatalf("the helper did not start listening: %q, %v", ready, err)
+	line := make([]byte, len("ready\n"))
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
+		t.Fatalf("the helper did not start listening: %q, %v", line, err)
 	}
 	seen := map[byte]int{}
 	for i := 0; i < 400 && (seen['P'] == 0 || seen['C'] == 0); i++ {
@@ -553,23 +538,13 @@ func TestReusePortHelperProcess(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-		ln, err := (&weft.ListenConfig{ReusePort: true}).Listen(wt, "tcp", addr)
-		if err != nil {
-			return struct{}{}, err
+	ready := make(chan string, 1)
+	go func() {
+		if <-ready != "" {
+			fmt.Println("ready")
 		}
-		defer ln.Close()
-		fmt.Println("ready")
-		for {
-			c, err := ln.Accept(wt)
-			if err != nil {
-				return struct{}{}, nil // cancelled by SIGTERM through Run's context
-			}
-			c.Write(wt, []byte{'C'})
-			c.Close()
-		}
-	}, weft.WithContext(ctx))
-	if err != nil {
+	}()
+	if _, err := serveByte(addr, 'C', ctx.Done(), ready); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(1)
 	}

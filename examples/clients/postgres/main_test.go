@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weft-go/weft"
 	"github.com/weft-go/weft/examples/clients/internal/servers"
-	"go.uber.org/goleak"
 )
 
 var url string
@@ -20,41 +19,11 @@ var url string
 // TestMain starts one PostgreSQL for the package's tests, on a free
 // loopback port in a temporary directory, and stops it by its pid.
 func TestMain(m *testing.M) {
-	srv, err := servers.StartPostgres()
-	switch {
-	case errors.Is(err, servers.ErrMissing):
-		missing = err.Error()
-		os.Exit(m.Run()) // every test skips, saying why
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "starting postgres:", err)
-		os.Exit(1)
-	}
-	url = srv.PostgresURL()
-	code := m.Run()
-	if err := srv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping postgres:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// missing says why there is no server, if there is none.
-var missing string
-
-func needServer(t *testing.T) {
-	if missing != "" {
-		t.Skip("no PostgreSQL to test against: " + missing)
-	}
+	os.Exit(servers.Main(m, servers.StartPostgres, func(s *servers.Server) { url = s.PostgresURL() }))
 }
 
 func pool(t *testing.T) *pgxpool.Pool {
-	needServer(t)
+	servers.Need(t)
 	p, err := NewPool(url)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/weft-go/weft"
 	"github.com/weft-go/weft/examples/clients/internal/servers"
-	"go.uber.org/goleak"
 )
 
 var addr string
@@ -21,41 +20,11 @@ var addr string
 // TestMain starts one redis-server for the package's tests, on a free
 // loopback port in a temporary directory, and stops it by its pid.
 func TestMain(m *testing.M) {
-	srv, err := servers.StartRedis()
-	switch {
-	case errors.Is(err, servers.ErrMissing):
-		missing = err.Error()
-		os.Exit(m.Run()) // every test skips, saying why
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "starting redis-server:", err)
-		os.Exit(1)
-	}
-	addr = srv.Addr
-	code := m.Run()
-	if err := srv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping redis-server:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// missing says why there is no server, if there is none.
-var missing string
-
-func needServer(t *testing.T) {
-	if missing != "" {
-		t.Skip("no redis-server to test against: " + missing)
-	}
+	os.Exit(servers.Main(m, servers.StartRedis, func(s *servers.Server) { addr = s.Addr }))
 }
 
 func client(t *testing.T) *redis.Client {
-	needServer(t)
+	servers.Need(t)
 	rdb := NewClient(addr)
 	t.Cleanup(func() { rdb.Close() })
 	return rdb

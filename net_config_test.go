@@ -550,3 +550,41 @@ func TestReusePortHelperProcess(t *testing.T) {
 	}
 	os.Exit(0)
 }
+
+// TestSocketOptionFailuresLeakNoDescriptor: every way a ListenConfig or a
+// Dialer fails (a refused input, a taken port, a failing Control, a
+// LocalAddr that does not fit, a timeout) leaves no descriptor open.
+func TestSocketOptionFailuresLeakNoDescriptor(t *testing.T) {
+	noGC(t)
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		before := openFDs(t)
+		run(t, func(wt *weft.Task) {
+			refuse := func(string, string, syscall.RawConn) error { return errors.New("no") }
+			ln, err := (&weft.ListenConfig{}).Listen(wt, "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			stuck, done := stuckListener(t, wt)
+			defer done()
+			for range 3 {
+				for _, tt := range listenErrorTests {
+					(&weft.ListenConfig{ReusePort: true}).Listen(wt, tt.network, tt.address)
+				}
+				(&weft.ListenConfig{}).Listen(wt, "tcp", ln.Addr().String())
+				(&weft.ListenConfig{Control: refuse}).Listen(wt, "tcp", "127.0.0.1:0")
+				(&weft.ListenConfig{Control: refuse}).ListenPacket(wt, "udp", "127.0.0.1:0")
+				(&weft.Dialer{Control: refuse}).Dial(wt, "tcp", ln.Addr().String())
+				(&weft.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv6loopback}}).Dial(wt, "tcp", ln.Addr().String())
+				(&weft.Dialer{Timeout: 20 * time.Millisecond}).Dial(wt, "tcp", stuck.Addr().String())
+			}
+		}, opts...)
+		deadline := time.Now().Add(5 * time.Second)
+		for openFDs(t) > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := openFDs(t); n > before {
+			t.Fatalf("%d descriptors open after the failures, %d before", n, before)
+		}
+	})
+}

@@ -83,6 +83,7 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 		if r != nil {
 			panic(r)
 		}
+		err = loud(err) // a group task's misuse is re-raised, not returned
 	}()
 	if berr := body(g); berr != nil && !isCancellation(berr) {
 		g.fail(t, berr)
@@ -413,6 +414,9 @@ func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
 	rs := t.rs
 	rs.lock()
 	h := g.handler
+	if misuseIn(err) != nil {
+		h = nil // a misuse is not a failure for the handler: the group re-raises it
+	}
 	first := false
 	if failed && h == nil {
 		g.errs = append(g.errs, err)

@@ -26,8 +26,9 @@ type options struct {
 	layer     map[any]any // the layers' settings (layerOption)
 	logger    *slog.Logger
 	loggerSet bool
-	loops     int // WithLoops
-	loopsSet  bool
+	loops     int        // WithLoops
+	loopsSet  bool       // WithLoops was given (a number, or LoopsFromEnv)
+	loopsEnv  bool       // ... with LoopsFromEnv: loops holds WEFT_LOOPS's number
 	obs       obsOptions // WithWatchdog, WithTrace (obs.go)
 	err       error      // a bad option; Run returns it
 }

@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,15 +42,16 @@ const DefaultBlockingLimit = 10000
 // for CPU-heavy work: its pool is sized to the cores, while Blocking's
 // goroutines only wait and are many.
 //
-// ctx carries the values of Run's context and the deadline the task runs
-// under (a Timeout's), and it is cancelled, with the cause (context.Cause
+// ctx is the task's context where Blocking is called (t.Context()): it
+// carries the values of Run's context and the deadline of a Timeout
+// around the call, and it is cancelled, with the cause (context.Cause
 // gives it; Err is context.DeadlineExceeded when a deadline passed), when
-// the task is cancelled while f runs. Blocking then still waits for f, so
-// that nothing outlives the call: give f's blocking calls ctx so that they
-// return early. ctx is not cancelled when Blocking returns: a transaction
-// that database/sql ties to the context it began with survives the call
-// (to tie something to the task's whole life, capture t.Context() before
-// the call and use that).
+// the task is cancelled. Blocking then still waits for f, so that nothing
+// outlives the call: give f's blocking calls ctx so that they return
+// early. ctx is not cancelled when Blocking returns, but when the scope it
+// belongs to ends (the Timeout, Group or Protect around the call returns,
+// or the task finishes): a transaction that database/sql ties to the
+// context it began with lasts until then.
 //
 // Blocking returns what f returned, even when the task was cancelled
 // meanwhile (f's own error then usually reports the cancellation of ctx);
@@ -92,13 +92,11 @@ func Blocking[T any](t *Task, f func(ctx context.Context) (T, error)) (T, error)
 	if err := bs.slots.acquire(t, 1, "Blocking (queued: WithBlockingLimit)"); err != nil {
 		return zero, err
 	}
-	c := &blockingCall[T]{f: f}
-	c.ctx, c.cancel = bs.newContext(t)
+	c := &blockingCall[T]{f: f, ctx: t.context()}
 	c.run(t, bs)
 	bs.slots.release(1, t.loop)
 	if c.panicked != nil {
-		raiseMisuse(c.panicked)
-		return zero, c.panicked
+		return zero, loud(c.panicked) // a misuse in f (the Task used there) is re-raised
 	}
 	return c.v, c.err
 }
@@ -107,8 +105,7 @@ func Blocking[T any](t *Task, f func(ctx context.Context) (T, error)) (T, error)
 type blockingCall[T any] struct {
 	op       extOp
 	f        func(ctx context.Context) (T, error)
-	ctx      context.Context
-	cancel   func(error)
+	ctx      context.Context // the task's, of the scope Blocking was called in
 	v        T
 	err      error
 	panicked *PanicError
@@ -155,10 +152,16 @@ func (c *blockingCall[T]) run(t *Task, bs *blockingState) {
 	if err == nil {
 		return
 	}
-	// Cancelled (or Run unwinds): tell f, then wait for it all the same,
-	// with the cancellation held back; the task's next suspension point
-	// returns it.
-	c.cancel(causeValue(err))
+	// Cancelled (ctx is cancelled already), or Run unwinds (cancel ctx
+	// ourselves): wait for f all the same, with the cancellation held back;
+	// the task's next suspension point returns it.
+	if !isCancellation(err) {
+		if tc, ok := c.ctx.(*taskContext); ok {
+			t.rs.lock()
+			tc.cancelWith(err)
+			t.rs.unlock()
+		}
+	}
 	t.pin++ // the completion reports to this loop: stay until it is done
 	release := t.holdCancel()
 	for !c.op.done.Load() && !t.loop.aborted {
@@ -171,17 +174,6 @@ func (c *blockingCall[T]) run(t *Task, bs *blockingState) {
 		// wait for f itself (it writes into c).
 		c.wg.Wait()
 	}
-}
-
-// raiseMisuse panics again, in the calling task, with a "weft:" panic
-// that f raised: a misuse (f used the Task, say) is a bug, never an error
-// value.
-func raiseMisuse(pe *PanicError) {
-	msg, ok := pe.Value.(string)
-	if !ok || !strings.HasPrefix(msg, "weft:") {
-		return
-	}
-	panic(fmt.Sprintf("%s\n\n[raised in the function passed to Blocking, on its goroutine:]\n%s", msg, pe.Stack))
 }
 
 // WithBlockingLimit bounds the Blocking calls in flight at once in one
@@ -214,7 +206,6 @@ const maxIdleBlocking = 256
 // blockingState is a Run's Blocking state: its slots and its goroutines.
 type blockingState struct {
 	slots *Semaphore
-	base  context.Context // Run's context's values, without its cancellation
 
 	mu     sync.Mutex
 	idle   []*blockingWorker // guarded by mu: goroutines waiting for a call, most recent last
@@ -239,27 +230,9 @@ func blockingOf(l *loop) *blockingState {
 		if set, ok := l.rs.layerOpts[blockingKey{}].(*blockingSettings); ok && set.limit > 0 {
 			limit = set.limit
 		}
-		bs := &blockingState{slots: NewSemaphore(int64(limit)), base: context.WithoutCancel(l.rs.ctx)}
+		bs := &blockingState{slots: NewSemaphore(int64(limit))}
 		return bs, bs.close
 	})
-}
-
-// newContext returns a call's context and its cancel function.
-func (bs *blockingState) newContext(t *Task) (context.Context, func(error)) {
-	ctx, cancel := context.WithCancelCause(bs.base)
-	d := t.dl.Load()
-	if d == nil || d.off.Load() {
-		return ctx, cancel
-	}
-	l := t.loop
-	tc := &taskContext{Context: ctx, cancel: cancel, hasDeadline: true,
-		deadline: l.clock.Now().Add(time.Duration(d.when - l.clock.Nanotime()))}
-	return tc, func(cause error) {
-		if isDeadline(cause) {
-			tc.expired.Store(true)
-		}
-		cancel(cause)
-	}
 }
 
 // start runs job on an idle goroutine, the one idle for the shortest time,
@@ -363,5 +336,3 @@ func (bs *blockingState) close() {
 // gives its processor to f before it suspends: a call that returns at
 // once then costs no sleep and wake-up of the loop (pollExternal).
 const blockingSpins = 5
-
-func isDeadline(err error) bool { return errors.Is(err, context.DeadlineExceeded) }

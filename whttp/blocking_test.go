@@ -413,10 +413,6 @@ func TestBlockingHandlerCutOffByTheDrainTimeout(t *testing.T) {
 // through a blocking handler, on two loops: every response is right, and
 // the connection tasks ran on both loops.
 func TestBlockingOnSeveralLoops(t *testing.T) {
-	// whttp's server on two loops races on the timer heap (a moving
-	// connection task's read deadline): issue 17, bug 1, which the several
-	// loops work fixes. Remove this skip once it has landed.
-	t.Skip("waits for issue 17: whttp on several loops races on the loops' timer heaps")
 	var mu sync.Mutex
 	loops := map[int]int{}
 	inner := whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

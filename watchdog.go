@@ -146,6 +146,9 @@ func (wd *watchdog) run() {
 					// Held over two samples: look early for a blocking call.
 					lw.probed = true
 					lw.reported = wd.report(i, id, held, true)
+					// The look stopped the world for a moment: that is not the
+					// task's time.
+					lw.since = lw.since.Add(time.Since(now))
 				}
 			}
 		}
@@ -157,27 +160,21 @@ func (wd *watchdog) run() {
 // if the task is in a known blocking call, once per function and cause.
 func (wd *watchdog) report(li int, id uint32, d time.Duration, early bool) bool {
 	rs := wd.rs
-	var ts *taskSnap
-	snap := rs.snapshot()
-	for i := range snap.tasks {
-		if snap.tasks[i].id == id {
-			ts = &snap.tasks[i]
-		}
-	}
-	if ts == nil {
+	pc, name, ok := rs.liveTask(id)
+	if !ok {
 		return false // it finished meanwhile
 	}
 	if early {
-		if wd.looked[ts.fn] {
+		if wd.looked[pc] {
 			return false
 		}
 		if wd.looked == nil {
 			wd.looked = map[uintptr]bool{}
 		}
-		wd.looked[ts.fn] = true
+		wd.looked[pc] = true
 		wd.lastProbe = time.Now()
 	}
-	fn := funcNameOf(ts.fn)
+	fn := funcNameOf(pc)
 	state, stack := taskStack(fn)
 	cause := stuckCause(state, stack)
 	// Ask again: if the loop moved on while we looked, there is no report.
@@ -187,7 +184,6 @@ func (wd *watchdog) report(li int, id uint32, d time.Duration, early bool) bool 
 	if early && !inBlockingCall(state, stack) {
 		return false
 	}
-	name := ts.name
 	if name == "" {
 		name = fmt.Sprintf("task %d", id)
 		if id == 1 {
@@ -203,6 +199,28 @@ func (wd *watchdog) report(li int, id uint32, d time.Duration, early bool) bool 
 		slog.String("cause", cause),
 		slog.String("stack", stack))
 	return true
+}
+
+// liveTask finds the live task id in the Run's registry and returns its
+// function and name. It reads only what is fixed at the spawn or guarded
+// by the record's lock, unlike a full snapshot (a seeded Run's tasks
+// change loops as they run), and copies nothing else.
+func (rs *runState) liveTask(id uint32) (fn uintptr, name string, ok bool) {
+	o := &rs.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for t := o.head; t != nil; t = t.obs.next {
+		if t.id != id {
+			continue
+		}
+		if r := t.obs.rec.Load(); r != nil {
+			r.mu.Lock()
+			name = r.name
+			r.mu.Unlock()
+		}
+		return t.job.funcPC(), name, true
+	}
+	return 0, "", false
 }
 
 // taskStack finds, in a dump of every goroutine, the goroutine of the

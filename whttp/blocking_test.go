@@ -384,7 +384,14 @@ func TestBlockingHandlerCutOffByTheDrainTimeout(t *testing.T) {
 			w.(http.Flusher).Flush()
 			close(started)
 			<-r.Context().Done()
-			_, err := w.Write(bytes.Repeat([]byte("x"), 8192))
+			// The cut-off cancels the context, then the connection's task
+			// and the connection: a write may slip in between, but they
+			// fail from then on.
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); {
+				_, err = w.Write(bytes.Repeat([]byte("x"), 8192))
+				time.Sleep(time.Millisecond)
+			}
 			writeErr <- err
 		})))})
 	busy := dialRaw(t, ts.addr)
@@ -398,14 +405,14 @@ func TestBlockingHandlerCutOffByTheDrainTimeout(t *testing.T) {
 		t.Fatalf("stopped after %v, want about the 200ms drain timeout", el)
 	}
 	if err := <-writeErr; err == nil {
-		t.Fatal("a write after the cut-off succeeded")
+		t.Fatal("writes after the cut-off still succeed")
 	}
 	resp, err := http.ReadResponse(busy.br, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := io.ReadAll(resp.Body); err == nil || string(b) != "begun" {
-		t.Fatalf("the cut response read %q, %v: want what was flushed, then an error", b, err)
+	if b, err := io.ReadAll(resp.Body); err == nil || !strings.HasPrefix(string(b), "begun") {
+		t.Fatalf("the cut response read %q, %v: want what was flushed, then an error", b[:min(len(b), 20)], err)
 	}
 }
 

@@ -52,7 +52,7 @@ func goCall(ctx context.Context, f func(context.Context) (int, error)) (int, err
 // call of each (the median batch) and the ratio of the two per pair of
 // batches: its median and its spread.
 func BlockingVsGoroutine(b *testing.B) {
-	const batch = 2000
+	const batch = 10000
 	f := func(context.Context) (int, error) { return 1, nil }
 	ctx := context.Background()
 	var weftNs, goNs, ratios []float64

@@ -27,6 +27,7 @@ var Core = []Pair{
 	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.5x, goal 0.25x"},
 	{"spawn+cancel+await", Cancel, ContextCancel, "Go a sleeping task, Cancel it, Await it", "goroutine blocked on ctx.Done(), CancelFunc, wait", "report"},
 	{"checkpoint (no switch due)", Checkpoint, Gosched, "Task.Checkpoint when no switch is due", "runtime.Gosched", "<= 20 ns, goal 5 ns"},
+	{"blocking call (returns at once)", BlockingCall, GoroutineCall, "weft.Blocking of a function that returns at once", "go f(); <-done", "<= 1.5x"},
 }
 
 // SpawnAwait spawns a trivial task and awaits it, b.N times.

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -109,7 +108,6 @@ type blockingCall[T any] struct {
 	v        T
 	err      error
 	panicked *PanicError
-	ended    atomic.Bool    // f has returned (or panicked): set on f's goroutine
 	wg       sync.WaitGroup // done when f has returned: for Run's unwinding
 }
 
@@ -127,7 +125,6 @@ func (c *blockingCall[T]) call() {
 				c.v, c.err = zero, errBlockingGoexit
 			}
 		}
-		c.ended.Store(true)
 		c.wg.Done()
 	}()
 	c.v, c.err = c.f(c.ctx)

@@ -15,8 +15,9 @@ package weft
 //     woken from a timer, a promise, a park...), for the decision log.
 //   - timerHeap.push (timers.go) breaks ties between equal deadlines with a
 //     draw from the source instead of insertion order.
-//   - chooseRandom (random.go: Select among ready cases) and Task.Rand
-//     (simnet's delays and drops) draw from the same source.
+//   - chooseRandom and choosePartner (random.go: Select among ready
+//     cases, and a partner among a waiting Select's cases on its channel)
+//     and Task.Rand (simnet's delays and drops) draw from the same source.
 //   - loopCount (runstate.go) makes the Run one loop: every step is taken
 //     on Run's goroutine, so goroutine timing cannot reorder anything.
 //     WithLoops(n > 1) gives n simulated loops instead (pickLoops): each
@@ -87,8 +88,9 @@ func simOpts(o *options) *simOptions {
 
 // WithSeed runs the Run under a seeded schedule: one pseudo-random source,
 // seeded with seed, chooses which runnable task runs next, the order of
-// timers with the same deadline, the case Select takes among ready ones and
-// every draw of Task.Rand (simnet's delays and losses). The same program
+// timers with the same deadline, the case Select takes among ready ones,
+// the case a task satisfies among a waiting Select's cases on its channel,
+// and every draw of Task.Rand (simnet's delays and losses). The same program
 // under the same seed makes the same choices in the same order: the same
 // schedule, whose decision log hashes the same (WithRunInfo).
 //
@@ -167,10 +169,11 @@ type RunInfo struct {
 type DecisionKind uint8
 
 const (
-	DecideRun    DecisionKind = iota // which runnable task runs next
-	DecideSelect                     // which Select case is tried first (of those left)
-	DecideRand                       // a draw of Task.Rand
-	DecideLoop                       // which simulated loop steps next (WithLoops(n > 1) under a seed)
+	DecideRun     DecisionKind = iota // which runnable task runs next
+	DecideSelect                      // which Select case is tried first (of those left)
+	DecideRand                        // a draw of Task.Rand
+	DecideLoop                        // which simulated loop steps next (WithLoops(n > 1) under a seed)
+	DecidePartner                     // which of a waiting Select's cases on one channel an arriving sender or receiver satisfies
 )
 
 // Reason says why the task a DecideRun decision picked was runnable.
@@ -226,6 +229,8 @@ func (d Decision) String() string {
 		return fmt.Sprintf("step %d at %v: task %d (%s) Select tries case %d of %d first", d.Step, d.At, d.Task, name, d.Chosen, d.Options)
 	case DecideRand:
 		return fmt.Sprintf("step %d at %v: task %d (%s) drew %d", d.Step, d.At, d.Task, name, d.Chosen)
+	case DecidePartner:
+		return fmt.Sprintf("step %d at %v: task %d (%s) satisfies the Select waiting on %d cases of its channel in case %d of them", d.Step, d.At, d.Task, name, d.Options, d.Chosen)
 	case DecideLoop:
 		return fmt.Sprintf("step %d at %v: loop %d of %d steps", d.Step, d.At, d.Chosen, d.Options)
 	}

@@ -10,7 +10,10 @@ package weft
 // first one that is ready: the first ready case of a uniformly random
 // order is uniform among the ready cases. If none is ready, it queues a
 // node on every channel, still under all the locks, unlocks, arms the
-// timers of its AfterCases, and parks once, on the selector.
+// timers of its AfterCases, and parks once, on the selector. Its nodes on
+// one channel in one direction are adjacent in that channel's queue; a
+// party that arrives claims one of them uniformly (claimSelect), so that
+// the cases it could satisfy are equally likely there too.
 //
 // The selector's fired word decides the race between the parties that
 // may satisfy it (other tasks, goroutines, its timers, Close): each
@@ -112,7 +115,11 @@ func AfterCase(d time.Duration) SelectCase {
 
 // Select carries out exactly one of the cases and returns its index and
 // error: the receive, send or timeout that happened first. If several are
-// ready at once, it picks one uniformly at random, as Go's select does. A
+// ready at once, it picks one uniformly at random, as Go's select does;
+// and a sender or receiver that arrives while Select waits on several
+// cases of its channel satisfies one of them chosen uniformly too, so
+// {SendCase(c, 1), SendCase(c, 0)} sends each value about half of the
+// time whichever side comes first. A
 // receive on a closed channel fires with io.EOF (or the CloseWithError
 // error) and a send on one with an error matching ErrClosed. A case that
 // did not fire consumed nothing and sent nothing.
@@ -378,13 +385,22 @@ func (c *Chan[T]) selDrop(l *loop, x any) {
 
 func (c *Chan[T]) selFinish(t *Task, sc *SelectCase, x any, err error) (bool, error) {
 	nd := x.(*waitNode[T])
-	if nd.state == nodeDone && !nd.send && err == nil {
-		err = t.cancelPoint()
+	// A received value is given back if the task was cancelled meanwhile.
+	// Look before taking the lock (cancelPoint may take the run lock, which
+	// comes first), but at the node's state only under it: the party that
+	// claimed this case may still be writing it (the task may have resumed
+	// from an interruption, not from that party's wake).
+	var cerr error
+	if !nd.send && err == nil {
+		cerr = t.cancelPoint()
 	}
 	var ws wakers
 	l := t.loop
 	locked := c.acquire(l)
 	st, send, v := nd.state, nd.send, nd.val
+	if st == nodeDone && !send && err == nil {
+		err = cerr
+	}
 	if st == nodeDone && !send && err != nil {
 		c.giveBackLocked(v, nd.seq, &ws)
 	}

@@ -62,7 +62,7 @@ type taskExtra struct {
 	fd          int            // fd waited on (state waiting, waitFD)
 	timer       timer          // the task's sleep
 	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
-	ctx         *taskContext   // created by Context on first use
+	ctx         taskCtx        // created by Context on first use (context.go)
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
 	batch       bool           // in (or last queued in) the batch lane
@@ -452,7 +452,16 @@ func (t *Task) spawnSite() string {
 // context.Cause gives the cancellation cause. Pass it to code that takes a
 // context, such as the code inside Offload. Unlike the Task itself, the
 // context may be used from any goroutine.
+//
+// Context may be called by the task's own code, and by the function an
+// Offload of the task runs (on the pool's goroutine, while it runs, even
+// after the task was cancelled or finished: its context is then done).
+// From anywhere else it panics, as every Task method does; pass the
+// context itself to other goroutines. It does not suspend.
 func (t *Task) Context() context.Context {
+	if t != nil && t.helpedHere() {
+		return t.helperContext()
+	}
 	t.check("Context")
 	return t.context()
 }

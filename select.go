@@ -75,6 +75,9 @@ type selectOp interface {
 	// selDrop dequeues nd if it is still queued and frees it; l is the
 	// loop the caller runs on.
 	selDrop(l *loop, nd any)
+	// selWithdraw is selDrop for the core's withdraw, on the parked task's
+	// loop and perhaps under the run lock (see Chan.acquireHere).
+	selWithdraw(nd any)
 	// selFinish finishes the case that fired, given the error park
 	// returned, frees its node, and reports whether the case counts as
 	// done (false: the task's cancellation wins) and with which error.
@@ -217,7 +220,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 	f := int(s.fired.Load()) // final: nobody can claim s any more
 	for i := range cases {
 		if i != f {
-			s.drop(i)
+			s.drop(i, false)
 		}
 	}
 	if timers {
@@ -287,8 +290,9 @@ func (s *selector) fireTimer(i int) {
 }
 
 // drop withdraws case i: its node off its channel, its timer off the heap.
-// It may be called again for the same case.
-func (s *selector) drop(i int) {
+// It may be called again for the same case. withdrawing: the core's
+// withdraw calls, on the parked task's loop, perhaps under the run lock.
+func (s *selector) drop(i int, withdrawing bool) {
 	nd := s.nodes[i]
 	if nd == nil {
 		return
@@ -298,18 +302,25 @@ func (s *selector) drop(i int) {
 		return
 	}
 	s.nodes[i] = nil
-	s.cases[i].op.selDrop(s.t.loop, nd)
+	if withdrawing {
+		s.cases[i].op.selWithdraw(nd)
+	} else {
+		s.cases[i].op.selDrop(s.t.loop, nd)
+	}
 }
 
 // withdraw (parkSource) stops the wait after an interruption: no case can
 // fire any more, and every node is withdrawn. The fired case, if one fired
-// first, is finished by Select.
+// first, is finished by Select. It runs on the task's loop, perhaps under
+// the run lock (a cancellation's walk), so it takes the channels as
+// Chan.withdraw does (acquireHere), never by the ownership path, which may
+// take the run lock itself (a self-deadlock, seen with several loops).
 func (s *selector) withdraw(*parkWaiter) {
 	s.fired.CompareAndSwap(selPending, selWithdrawn)
 	f := int(s.fired.Load())
 	for i := range s.cases {
 		if i != f {
-			s.drop(i)
+			s.drop(i, true)
 		}
 	}
 }
@@ -369,9 +380,11 @@ func (c *Chan[T]) selEnqueueLocked(s *selector, i int, sc *SelectCase) any {
 	return nd
 }
 
-func (c *Chan[T]) selDrop(l *loop, x any) {
-	nd := x.(*waitNode[T])
-	locked := c.acquire(l)
+func (c *Chan[T]) selDrop(l *loop, x any) { c.dropNode(x.(*waitNode[T]), c.acquire(l)) }
+func (c *Chan[T]) selWithdraw(x any)      { c.dropNode(x.(*waitNode[T]), c.acquireHere()) }
+
+// dropNode dequeues nd if it is still queued and frees it; c is acquired.
+func (c *Chan[T]) dropNode(nd *waitNode[T], locked bool) {
 	if nd.queued {
 		if nd.send {
 			c.sendq.remove(nd)

@@ -9,6 +9,7 @@ package weft_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -476,9 +477,24 @@ func TestStressSelectOnOneChannelTwiceCancelledWhileSatisfied(t *testing.T) {
 			// The goroutines keep Run alive between their SendWaits.
 			_, settle := weft.NewPromiseExternal[struct{}](wt)
 			defer settle(struct{}{}, nil)
+			// A first value: the goroutines are sending (and c is shared).
+			if v, err := c.Recv(wt); err == nil {
+				led.didGet(v)
+			}
+			var spread atomic.Bool
 			var ps []*weft.Promise[struct{}]
 			for w := range 4 {
 				ps = append(ps, spawn(wt, func(wt *weft.Task) {
+					// With several loops, wait until a worker has been
+					// handed to another loop than main's.
+					for deadline := time.Now().Add(10 * time.Second); loops > 1 && !spread.Load() && time.Now().Before(deadline); {
+						if wt.Loop() != 0 {
+							spread.Store(true)
+						}
+						spinFor(20 * time.Microsecond)
+						wt.Checkpoint()
+						wt.Yield()
+					}
 					for i := range 300 {
 						p := weft.Go(wt, func(wt *weft.Task) (int, error) {
 							loopsSeen[wt.Loop()%2].Store(true)
@@ -516,5 +532,40 @@ func TestStressSelectOnOneChannelTwiceCancelledWhileSatisfied(t *testing.T) {
 		if loops > 1 && !(loopsSeen[0].Load() && loopsSeen[1].Load()) {
 			t.Errorf("%d loops: the Selects ran on loop 0: %v, on loop 1: %v", loops, loopsSeen[0].Load(), loopsSeen[1].Load())
 		}
+	}
+}
+
+// TestCancelledSelectWithdrawsFromAChannelAboutToBeOwned: a Select's node
+// on a channel one operation short of becoming its loop's (ownership,
+// chan_owner.go) is withdrawn by a cancellation, under the run lock of a
+// Run of several loops. The withdrawal must not take the ownership path,
+// which takes the run lock itself: that deadlocked the Run.
+func TestCancelledSelectWithdrawsFromAChannelAboutToBeOwned(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(t, func(wt *weft.Task) {
+			c, idle := weft.NewChan[int](0), weft.NewChan[int](0)
+			for range 1023 { // ownThreshold - 1 operations of this loop
+				idle.TryRecv()
+			}
+			p := weft.Go(wt, func(wt *weft.Task) (int, error) {
+				return weft.Select(wt, weft.RecvCase(c, nil), weft.RecvCase(idle, nil))
+			})
+			p.Cancel()
+			if k, err := p.Await(wt); k != -1 || !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled Select = %d, %v", k, err)
+			}
+			// Both channels still work.
+			spawn(wt, func(wt *weft.Task) { idle.Send(wt, 1) })
+			if v, err := idle.Recv(wt); v != 1 || err != nil {
+				t.Errorf("idle.Recv = %d, %v", v, err)
+			}
+		}, weft.WithLoops(2))
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Run hung: the cancelled Select's withdrawal deadlocked")
 	}
 }

@@ -128,10 +128,10 @@ var errTaskFinishedCause error = errTaskFinished
 // identifier (coro.HaveGetg) a helper is known by its goroutine; without
 // one, any goroutine may call Context while the task has a helper running.
 var helpers struct {
-	n   atomic.Int32 // helpers running, in all Runs: Context looks no further while 0
-	mu  sync.Mutex
-	byG map[uintptr]*Task // guarded by mu: with Getg, each helper's task
-	byT map[*Task]int32   // guarded by mu: without Getg, each task's helpers
+	running atomic.Int32 // helpers running, in all Runs: Context looks no further while 0
+	mu      sync.Mutex
+	byG     map[uintptr]*Task // guarded by mu: with Getg, each helper's task
+	byT     map[*Task]int32   // guarded by mu: without Getg, each task's helpers
 }
 
 // beginHelp readies t, on its own code, for work that another goroutine
@@ -157,7 +157,7 @@ func (t *Task) helping() uintptr {
 		}
 		helpers.byT[t]++
 	}
-	helpers.n.Add(1)
+	helpers.running.Add(1)
 	helpers.mu.Unlock()
 	return g
 }
@@ -170,13 +170,13 @@ func (t *Task) doneHelping(g uintptr) {
 	} else if helpers.byT[t]--; helpers.byT[t] == 0 {
 		delete(helpers.byT, t)
 	}
-	helpers.n.Add(-1)
+	helpers.running.Add(-1)
 	helpers.mu.Unlock()
 }
 
 // helpedHere reports whether the caller is a helper of t (see helping).
 func (t *Task) helpedHere() bool {
-	if helpers.n.Load() == 0 {
+	if helpers.running.Load() == 0 {
 		return false
 	}
 	helpers.mu.Lock()

@@ -74,7 +74,7 @@ func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {
 	ps := make([]*Promise[T], 0, len(fs))
 	cores := make([]*promise, 0, len(fs))
 	for _, f := range fs {
-		p := spawn(t, f, pc)
+		p := spawnIn(t, t.innermost(), f, pc, spawnFirst, 0, nil)
 		ps = append(ps, p)
 		cores = append(cores, &p.p)
 		if anySettled(cores) {
@@ -141,7 +141,7 @@ func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (T, er
 	dl := &deadline{when: l.deadline(int64(d)), tloop: l}
 	dl.timer = l.addTimer(int64(d), func() { l.expire(dl) })
 	var child *Task
-	p := spawnIn(t, t.innermost(), f, pc, func(c *Task) {
+	p := spawnIn(t, t.innermost(), f, pc, spawnTimeout, 0, func(c *Task) {
 		child = c
 		dl.scope = &c.root
 		c.root.state().dl = dl // c is not yet runnable: no other loop can see it

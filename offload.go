@@ -206,11 +206,11 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 	var v T
 	var ferr error
 	op := &extOp{t: t}
-	t.beginHelp() // f may call t.Context()
+	h := t.beginHelp() // f may call t.Context()
 	l.startExternal(op, poolOf(l).submit, func() {
-		g := t.helping()
+		g := h.enter()
 		defer func() {
-			t.doneHelping(g)
+			h.leave(g)
 			if r := recover(); r != nil {
 				ferr = newPanicError(r)
 			}
@@ -221,7 +221,7 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, err
 	}
-	return v, ferr
+	return v, loud(ferr) // a misuse in f (the Task used there, say) is re-raised
 }
 
 // ReadFile reads the named file off the loop (through Offload) and returns

@@ -63,7 +63,7 @@ type taskExtra struct {
 	fd          int            // fd waited on (state waiting, waitFD)
 	timer       timer          // the task's sleep
 	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
-	ctx         taskCtx        // created by Context on first use (context.go)
+	ctxs        []*scope       // run lock: the scopes whose context Context made (context.go)
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
 	batch       bool           // in (or last queued in) the batch lane
@@ -160,7 +160,6 @@ const (
 	spawnLocal
 	spawnGoWithNetwork
 	spawnFirst
-	spawnTimeout
 	spawnGenerate
 	spawnGroupGo
 	spawnGoIn
@@ -168,7 +167,7 @@ const (
 	spawnStart
 )
 
-var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Timeout", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start"}
+var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start"}
 
 func (o spawnOp) String() string { return spawnOpNames[o] }
 
@@ -302,7 +301,7 @@ func (t *Task) finish(err error) {
 		l.reach(c, nil) // they no longer run under t's deadline
 	}
 	rs.unlock()
-	t.closeContext()
+	t.closeContexts()
 	rs.obsFinish(t)
 	l.live--
 	if err != nil && t != rs.main && !isCancellation(err) && !rs.isDeadlockErr(err) {
@@ -502,8 +501,10 @@ func (t *Task) spawnSite() string {
 // From anywhere else it panics, as every Task method does; pass the
 // context itself to other goroutines. It does not suspend.
 func (t *Task) Context() context.Context {
-	if t != nil && t.helpedHere() {
-		return t.helperContext()
+	if t != nil {
+		if h := helperOf(t); h != nil {
+			return h.context()
+		}
 	}
 	t.check("Context")
 	return t.context()

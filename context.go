@@ -203,9 +203,9 @@ var helpers struct {
 // beginHelp readies, on t's own code, work that another goroutine will run
 // on t's behalf: that goroutine calls enter first and leave last, and may
 // call t.Context() in between.
-func (t *Task) beginHelp() *helper {
+func (t *Task) beginHelp() helper {
 	t.extra() // made now: the loop's answer to the helper must not make it under the run lock
-	return &helper{t: t, s: t.innermost()}
+	return helper{t: t, s: t.innermost()}
 }
 
 // enter marks the calling goroutine as h's until leave, which it must call

@@ -205,8 +205,12 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 	}
 	var v T
 	var ferr error
-	op := &extOp{t: t}
-	h := t.beginHelp() // f may call t.Context()
+	// One allocation for the work and its helper: f may call t.Context().
+	w := &struct {
+		op extOp
+		h  helper
+	}{op: extOp{t: t}, h: t.beginHelp()}
+	op, h := &w.op, &w.h
 	l.startExternal(op, poolOf(l).submit, func() {
 		g := h.enter()
 		defer func() {

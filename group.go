@@ -466,6 +466,7 @@ func (g *TaskGroup) countOut(t *Task, kind groupTaskKind) {
 // countOutLocked counts t out (run lock held) and returns the slots it
 // lets through and the join's promise to settle, if the join waits.
 func (g *TaskGroup) countOutLocked(t *Task, kind groupTaskKind) (granted []*Promise[struct{}], idle *Promise[struct{}]) {
+	t.rs.assertRunLocked("a group's bookkeeping")
 	if kind == groupTask {
 		g.running--
 		g.counted--

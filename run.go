@@ -278,7 +278,9 @@ func (l *loop) unwind() {
 			return
 		}
 		for _, c := range busy {
+			prev := l.switchTo(c) // its deferred calls run as the task
 			c.Close()
+			l.switchBack(prev)
 		}
 	}
 }

@@ -410,6 +410,9 @@ func (t *Task) Now() time.Time {
 // Every wait has a generation of its own: the caller has called newWait
 // before registering, so that what it registered can name it.
 func (t *Task) block(kind waitKind) error {
+	if ownerChecks {
+		t.loop.assertOwner("a task's wait")
+	}
 	t.extra() // interrupt, perhaps under the run lock, writes x.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind

@@ -262,17 +262,25 @@ func addrOf(k netKind, sa unix.Sockaddr) net.Addr {
 	if k.unix {
 		return &net.UnixAddr{Net: k.network}
 	}
-	return nil
+	return netAddr(k, netip.AddrPort{}) // unknown, but never a nil interface
 }
 
 func (fd *netFD) fillAddrs(k netKind) {
 	if sa, err := unix.Getsockname(fd.fd); err == nil {
 		fd.laddr = addrOf(k, sa)
 	}
-	if fd.kind == fdStream {
+	if fd.kind == fdStream && fd.raddr == nil {
 		if sa, err := unix.Getpeername(fd.fd); err == nil {
 			fd.raddr = addrOf(k, sa)
 		}
+	}
+	if fd.kind == fdStream && fd.raddr == nil {
+		// The peer reset before we asked: an address of the right type,
+		// unknown, rather than nil (net.Conn's users call its methods).
+		fd.raddr = addrOf(k, nil)
+	}
+	if fd.laddr == nil {
+		fd.laddr = addrOf(k, nil)
 	}
 }
 
@@ -370,11 +378,11 @@ func (ln *fdListener) accept(t *Task) (connImpl, error) {
 		if fd.closing.Load() {
 			return nil, fd.opErr("accept", net.ErrClosed)
 		}
-		s, _, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		s, peer, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		switch err {
 		case nil:
 			t.spend()
-			return newStreamConn(t, s, ln.k)
+			return newStreamConn(t, s, ln.k, peer)
 		case unix.EINTR, unix.ECONNABORTED:
 			continue
 		case unix.EAGAIN:
@@ -387,7 +395,11 @@ func (ln *fdListener) accept(t *Task) (connImpl, error) {
 	}
 }
 
-func newStreamConn(t *Task, s int, k netKind) (*netFD, error) {
+// newStreamConn binds the accepted socket s; peer is the address accept4
+// returned. It is kept as the remote address rather than asked again with
+// getpeername, which fails (ENOTCONN) once a client that connected has
+// reset: an accepted connection always has its peer's address.
+func newStreamConn(t *Task, s int, k netKind, peer unix.Sockaddr) (*netFD, error) {
 	if !k.unix {
 		unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
@@ -395,6 +407,9 @@ func newStreamConn(t *Task, s int, k netKind) (*netFD, error) {
 	fd, err := newNetFDOn(t, t.loop.rs.homeFor(t.loop), s, fdStream, k.network)
 	if err != nil {
 		return nil, opError("accept", k.network, nil, nil, err)
+	}
+	if peer != nil {
+		fd.raddr = addrOf(k, peer)
 	}
 	fd.fillAddrs(k)
 	return fd, nil

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/weft-go/weft"
 )
@@ -73,5 +74,46 @@ func TestREADMEServerSurvivesAClientReset(t *testing.T) {
 		if failures != 1 {
 			t.Logf("%d connection failures handled (the reset may race the echo)", failures)
 		}
+	})
+}
+
+// A client that connects and resets before the server's Accept returns:
+// the accepted Conn still has the peer's address (accept4 gave it; asking
+// getpeername afterwards fails with ENOTCONN), never a nil RemoteAddr.
+func TestAcceptAfterPeerResetKeepsRemoteAddr(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		run(t, func(wt *weft.Task) {
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+			defer ln.Close()
+			badAddr, err := weft.Offload(wt, func() (string, error) {
+				bad, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					return "", err
+				}
+				addr := bad.LocalAddr().String()
+				bad.(*net.TCPConn).SetLinger(0)
+				bad.Close() // RST while the connection waits in the backlog
+				return addr, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt.Sleep(50 * time.Millisecond) // let the reset reach the server's socket
+			c, err := ln.Accept(wt)
+			if err != nil {
+				t.Fatalf("Accept: %v", err)
+			}
+			defer c.Close()
+			ra := c.RemoteAddr()
+			if ra == nil {
+				t.Fatal("RemoteAddr of a connection reset before Accept is nil")
+			}
+			if got := ra.String(); got != badAddr {
+				t.Fatalf("RemoteAddr = %q, want the client's address %q", got, badAddr)
+			}
+			if c.LocalAddr() == nil {
+				t.Fatal("LocalAddr is nil")
+			}
+		}, opts...)
 	})
 }

@@ -217,6 +217,12 @@ func parseChunkLine(line string) (int64, error) {
 	if n > 1<<63-1 {
 		return 0, &bodyError{"chunk size too large"}
 	}
+	if i < len(line) && (line[i] == ' ' || line[i] == '\t') && trimOWS(line[i:]) != "" {
+		// BWS before ';' is in the grammar, but net/http and llhttp
+		// refuse it: so do we. Trailing whitespace alone is allowed,
+		// as net/http allows it.
+		return 0, &bodyError{"whitespace after the chunk size"}
+	}
 	if err := checkChunkExt(line[i:]); err != nil {
 		return 0, err
 	}

@@ -961,6 +961,20 @@ func (c *conn) runHandler(t *weft.Task, hd *handle, w *response, req *http.Reque
 		}
 		ok = false
 	}()
-	c.sv.handler.ServeHTTP(t, hd, req)
+	if req.RequestURI == "*" && req.Method == http.MethodOptions {
+		serveOptionsStar(hd, req)
+	} else {
+		c.sv.handler.ServeHTTP(t, hd, req)
+	}
 	return true
+}
+
+// serveOptionsStar answers OPTIONS * for the server itself, as net/http
+// does (the handler does not see it): 200, no body; a body past 4 KB
+// ends the connection.
+func serveOptionsStar(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10))
+	}
 }

@@ -422,11 +422,7 @@ func (c *conn) readConn(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	n, err := c.nc.Read(p)
-	if err != nil {
-		c.rerr = err
-	}
-	return n, err
+	return c.nc.Read(p)
 }
 
 // readLine returns the next line of input without its CRLF, reading more

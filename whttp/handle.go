@@ -125,8 +125,8 @@ func (h *handle) Done() <-chan struct{} {
 			return closedDone
 		}
 		h.real, h.cancel = context.WithCancelCause(c.sv.base)
-		if c.cutErr != nil {
-			h.cancel(c.cutErr)
+		if c.cut {
+			h.cancel(errDrainTimeout)
 		}
 	}
 	return h.real.Done()
@@ -140,7 +140,7 @@ func (h *handle) Err() error {
 	switch {
 	case h.real != nil:
 		return h.real.Err()
-	case c.gen != h.gen || !c.active || c.cutErr != nil:
+	case c.gen != h.gen || !c.active || c.cut:
 		return context.Canceled
 	}
 	return nil

@@ -126,6 +126,12 @@ func parseHead(s string, hdr http.Header, a *headAlloc, budget int) (reqHead, *h
 		if err != nil {
 			return h, err
 		}
+		if err := h.noteField(key, value); err != nil {
+			return h, err
+		}
+		if key == "Host" {
+			continue // r.Host has it; net/http's server takes it out of the header too
+		}
 		vv, seen := hdr[key]
 		if !seen {
 			budget -= len(key) + mapEntryCost
@@ -138,9 +144,6 @@ func parseHead(s string, hdr http.Header, a *headAlloc, budget int) (reqHead, *h
 			hdr[key] = append(vv, value)
 		} else {
 			hdr[key] = a.value(value)
-		}
-		if err := h.noteField(key, value); err != nil {
-			return h, err
 		}
 	}
 	return h, h.check()

@@ -172,23 +172,26 @@ func (c *conn) noteReturned(req *http.Request) {
 	if !checkRetention {
 		return
 	}
-	c.retained = append(c.retained, retained{req: weak.Make(req), url: weak.Make(req.URL), what: req.Method + " " + req.RequestURI})
+	if c.retained == nil {
+		c.retained = new([]retained)
+	}
+	*c.retained = append(*c.retained, retained{req: weak.Make(req), url: weak.Make(req.URL), what: req.Method + " " + req.RequestURI})
 }
 
 // checkRetained reports the requests still reachable, after a collection:
 // at once if final, else when checkEvery have gathered.
 func (c *conn) checkRetained(final bool) {
-	if !checkRetention || len(c.retained) == 0 || !final && len(c.retained) < checkEvery {
+	if !checkRetention || c.retained == nil || !final && len(*c.retained) < checkEvery {
 		return
 	}
 	runtime.GC()
-	for _, r := range c.retained {
+	for _, r := range *c.retained {
 		if r.req.Value() != nil || r.url.Value() != nil {
 			c.sv.handlerKept(r.what)
 		}
 	}
-	clear(c.retained)
-	c.retained = c.retained[:0]
+	clear(*c.retained)
+	*c.retained = (*c.retained)[:0]
 }
 
 // handlerKept reports a handler that kept its request.

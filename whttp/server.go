@@ -56,8 +56,9 @@ const DefaultDrainTimeout = 10 * time.Second
 // send a reset, which can destroy the response before the client reads it.
 const closeLinger = 500 * time.Millisecond
 
-// landSize is the size of a connection's landing buffer (conn.land).
-const landSize = 512
+// landSize is the size of a connection's landing buffer (conn.land): what
+// keeps a conn within the 640-byte size class (size_internal_test.go).
+const landSize = 472
 
 // maxPostHandlerRead is how much of a request body the handler left unread
 // the server reads and discards to keep the connection (net/http's figure).
@@ -261,7 +262,7 @@ func (sv *serving) drain(t *weft.Task) error {
 		sv.log.Warn("whttp: graceful stop: drain timeout; closing busy connections",
 			"addr", sv.ln.Addr().String(), "conns", len(busy), "timeout", d)
 		for _, c := range busy {
-			c.cut(errDrainTimeout)
+			c.cutOff()
 		}
 	}
 	return nil
@@ -283,7 +284,7 @@ func serverTLSConfig(cfg *tls.Config) *tls.Config {
 func isCancellation(err error) bool { return errors.Is(err, context.Canceled) }
 
 // conn is one connection being served. Its task owns it; what Serve's
-// task touches while draining (stopIt, idle, and cutErr, cur and group
+// task touches while draining (stopIt, idle, and cut, cur and group
 // under mu) is atomic or guarded, and so is what a request's context reads
 // from other goroutines (gen, active, cur under mu).
 type conn struct {
@@ -291,24 +292,22 @@ type conn struct {
 	wc     *weft.Conn
 	t      *weft.Task // the connection's task
 	nc     net.Conn   // wc.NetConn(t), or a tls.Conn over it
-	tlsc   *tls.Conn
-	tlsst  *tls.ConnectionState
+	tls    *connTLS // nil: plain TCP
 	remote string
 	st     *reqState // nil while idle
-	rerr   error     // the last read's error (a timeout, the end, a reset)
 	// idle and stopIt follow a Dekker order: the connection sets idle,
 	// then reads stopIt before it waits; the stop sets stopIt, then reads
 	// idle and closes an idle connection. One of them sees the other.
 	idle   atomic.Bool // waiting for a request: the stop closes it
 	stopIt atomic.Bool // close after this response (the server stops, or an error)
-	state  http.ConnState
+	state  uint8       // an http.ConnState
 
 	mu     sync.Mutex
-	gen    uint64          // mu (written by the task): the requests begun
 	active bool            // mu (written by the task): request gen is in flight
+	cut    bool            // mu: the drain timeout cut it off (errDrainTimeout)
+	gen    uint64          // mu (written by the task): the requests begun
 	cur    *handle         // mu: its handle
 	group  *weft.TaskGroup // mu: the connection's requests run in it
-	cutErr error           // mu: the drain timeout cut it off
 
 	// land receives the first bytes of a request while the connection is
 	// idle and holds no reqState: a small request arrives whole in it, in
@@ -317,11 +316,17 @@ type conn struct {
 	// reqStart is when the request being read began (its first byte; for
 	// the first request, the accept), on the loop's clock.
 	reqStart time.Time
-	// rdl, wdl are the read and write deadlines last set, to skip setting
-	// them again.
-	rdl, wdl time.Time
+	// rdl, wdl are the read and write deadlines last set (deadlineKey), to
+	// skip setting them again.
+	rdl, wdl int64
 	// retained: requests to check (see reuse.go); nil without the check.
-	retained []retained
+	retained *[]retained
+}
+
+// connTLS is a TLS connection's state.
+type connTLS struct {
+	conn  *tls.Conn
+	state tls.ConnectionState
 }
 
 func (sv *serving) newConn(wc *weft.Conn) *conn {
@@ -345,11 +350,13 @@ func (c *conn) stop() {
 	}
 }
 
-// cut ends c now: its request context and its handler's task are
-// cancelled, and its I/O fails.
-func (c *conn) cut(cause error) {
+// cutOff ends c now: its request context (with the cause
+// errDrainTimeout) and its handler's task are cancelled, and its I/O
+// fails.
+func (c *conn) cutOff() {
+	cause := errDrainTimeout
 	c.mu.Lock()
-	c.cutErr = cause
+	c.cut = true
 	group := c.group
 	var cancel context.CancelCauseFunc
 	if h := c.cur; h != nil {
@@ -369,11 +376,11 @@ func (c *conn) cut(cause error) {
 func (c *conn) isCut() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cutErr != nil
+	return c.cut
 }
 
 func (c *conn) setState(s http.ConnState) {
-	c.state = s
+	c.state = uint8(s)
 	if hook := c.sv.s.ConnState; hook != nil && c.nc != nil {
 		hook(c.nc, s)
 	}
@@ -488,18 +495,26 @@ func (s *Server) maxHeaderBytes() int {
 
 // setReadDeadline sets the read deadline unless it is set already.
 func (c *conn) setReadDeadline(d time.Time) {
-	if !d.Equal(c.rdl) || d.IsZero() != c.rdl.IsZero() {
-		c.rdl = d
+	if k := deadlineKey(d); k != c.rdl {
+		c.rdl = k
 		c.wc.SetReadDeadline(d)
 	}
 }
 
 // setWriteDeadline sets the write deadline unless it is set already.
 func (c *conn) setWriteDeadline(d time.Time) {
-	if !d.Equal(c.wdl) || d.IsZero() != c.wdl.IsZero() {
-		c.wdl = d
+	if k := deadlineKey(d); k != c.wdl {
+		c.wdl = k
 		c.wc.SetWriteDeadline(d)
 	}
+}
+
+// deadlineKey is d in nanoseconds, 0 for none.
+func deadlineKey(d time.Time) int64 {
+	if d.IsZero() {
+		return 0
+	}
+	return d.UnixNano()
 }
 
 // handshake runs the TLS handshake, bounded by the header deadline.
@@ -518,7 +533,7 @@ func (c *conn) handshake(t *weft.Task, deadline time.Time) error {
 	}
 	c.wc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
-	c.tlsc, c.tlsst, c.nc = tc, &st, tc
+	c.tls, c.nc = &connTLS{conn: tc, state: st}, tc
 	return nil
 }
 
@@ -603,16 +618,16 @@ func (c *conn) release() error {
 // kernel reset the connection, which can destroy a response the client has
 // not read yet.
 func (c *conn) close(t *weft.Task) {
-	if c.state == http.StateClosed {
+	if c.state == uint8(http.StateClosed) {
 		return // closed at once already (abortClose)
 	}
-	if !c.isCut() && !(c.stopIt.Load() && c.state == http.StateIdle) && c.nc != nil {
+	if !c.isCut() && !(c.stopIt.Load() && c.state == uint8(http.StateIdle)) && c.nc != nil {
 		if c.st != nil {
 			c.st.bw.Flush()
 		}
 		c.wc.SetWriteDeadline(t.Now().Add(closeLinger))
-		if c.tlsc != nil {
-			c.tlsc.CloseWrite()
+		if c.tls != nil {
+			c.tls.conn.CloseWrite()
 		} else {
 			c.wc.CloseWrite()
 		}
@@ -638,7 +653,7 @@ func (c *conn) abortClose() {
 		putState(st)
 	}
 	c.wc.Close()
-	if c.state != http.StateClosed {
+	if c.state != uint8(http.StateClosed) {
 		c.setState(http.StateClosed)
 	}
 }
@@ -679,12 +694,13 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 	req.Header = hdr
 	req.RequestURI = h.target
 	req.RemoteAddr = c.remote
-	req.TLS = c.tlsst
+	if c.tls != nil {
+		req.TLS = &c.tls.state
+	}
 	req.Host = u.Host // the absolute form's wins (RFC 9112 section 3.2.2)
 	if req.Host == "" {
 		req.Host = h.host
 	}
-	delete(hdr, "Host") // as net/http's server does
 	if hp, ok := hdr["Pragma"]; ok && len(hp) > 0 && hp[0] == "no-cache" {
 		if _, cc := hdr["Cache-Control"]; !cc {
 			hdr["Cache-Control"] = []string{"no-cache"}

@@ -139,8 +139,8 @@ func runHTTPBench(o httpOptions, progress io.Writer) ([]*httpCase, error) {
 					return nil, fmt.Errorf("%s %s: %w", s, p, err)
 				}
 				byKey[s+p].runs = append(byKey[s+p].runs, r)
-				fmt.Fprintf(progress, "rep %d/%d  %-21s %-11s %10.0f req/s  p50 %v  p99 %v  %8.0f req/CPU-s  %.2f allocs/req\n",
-					rep, o.reps, s, p, r.rate, r.p50, r.p99, r.cost.perCPUSecond(), r.cost.allocsPerRequest())
+				fmt.Fprintf(progress, "rep %d/%d  %-21s %-11s %10.0f req/s  p50 %v  p99 %v  %8.0f req/CPU-s (%2.0f%% sys)  %.2f allocs/req\n",
+					rep, o.reps, s, p, r.rate, r.p50, r.p99, r.cost.perCPUSecond(), 100*r.cost.sysShare(), r.cost.allocsPerRequest())
 			}
 		}
 	}

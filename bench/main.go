@@ -159,10 +159,10 @@ func runBench(ctx context.Context, o options, progress io.Writer) ([]*caseResult
 					return nil, fmt.Errorf("%s, %d conns, repetition %d: %w", s, n, rep, err)
 				}
 				byKey[caseKey(s, n)].add(res, cst)
-				fmt.Fprintf(progress, "rep %d/%d  %-19s conns=%-4d %10.0f req/s  p50 %s  p99 %s  %8.0f req/CPU-s  %.2f allocs/req\n",
+				fmt.Fprintf(progress, "rep %d/%d  %-19s conns=%-4d %10.0f req/s  p50 %s  p99 %s  %8.0f req/CPU-s (%2.0f%% sys)  %.2f allocs/req\n",
 					rep, o.reps, s, n, res.Rate(),
 					formatLatency(res.Hist.Quantile(0.50)), formatLatency(res.Hist.Quantile(0.99)),
-					cst.perCPUSecond(), cst.allocsPerRequest())
+					cst.perCPUSecond(), 100*cst.sysShare(), cst.allocsPerRequest())
 			}
 		}
 	}

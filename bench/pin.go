@@ -143,9 +143,16 @@ func withBase(servers []string, base string) []string {
 
 // procCPU returns the CPU time (user + system) the process pid has used.
 func procCPU(pid int) (time.Duration, error) {
+	u, s, err := procTimes(pid)
+	return u + s, err
+}
+
+// procTimes returns the user and the system CPU time the process pid has
+// used.
+func procTimes(pid int) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// pid (comm) state ppid ...: comm may hold spaces and parentheses, so
 	// split after its last ')'. utime and stime are fields 14 and 15, the
@@ -153,31 +160,40 @@ func procCPU(pid int) (time.Duration, error) {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
 	ut, err1 := strconv.ParseUint(f[11], 10, 64)
 	st, err2 := strconv.ParseUint(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
+	return time.Duration(ut) * time.Second / clockTicks, time.Duration(st) * time.Second / clockTicks, nil
 }
 
 // usage is a child's counters at one moment.
 type usage struct {
 	cpu     time.Duration // user + system CPU time so far
+	sys     time.Duration // the system part of it
 	mallocs uint64        // heap objects allocated so far
 }
 
 // cost is what a measurement cost the server, from two usage readings.
 type cost struct {
-	cpu      time.Duration
+	cpu, sys time.Duration
 	mallocs  uint64
 	requests int64
+}
+
+// sysShare is the share of the CPU time spent in the kernel.
+func (c cost) sysShare() float64 {
+	if c.cpu <= 0 {
+		return 0
+	}
+	return float64(c.sys) / float64(c.cpu)
 }
 
 // perCPUSecond is the requests per second of server CPU time.
@@ -198,12 +214,12 @@ func (c cost) allocsPerRequest() float64 {
 
 // since returns the cost of requests between u0 and u.
 func (u usage) since(u0 usage, requests int64) cost {
-	return cost{cpu: u.cpu - u0.cpu, mallocs: u.mallocs - u0.mallocs, requests: requests}
+	return cost{cpu: u.cpu - u0.cpu, sys: u.sys - u0.sys, mallocs: u.mallocs - u0.mallocs, requests: requests}
 }
 
 // usage reads the child's CPU time and asks it for its allocation count.
 func (c *child) usage() (usage, error) {
-	cpu, err := procCPU(c.cmd.Process.Pid)
+	user, sys, err := procTimes(c.cmd.Process.Pid)
 	if err != nil {
 		return usage{}, err
 	}
@@ -215,5 +231,5 @@ func (c *child) usage() (usage, error) {
 	if err != nil {
 		return usage{}, fmt.Errorf("the child's stats: %q", v)
 	}
-	return usage{cpu: cpu, mallocs: m}, nil
+	return usage{cpu: user + sys, sys: sys, mallocs: m}, nil
 }

@@ -292,7 +292,7 @@ type conn struct {
 	wc     *weft.Conn
 	t      *weft.Task // the connection's task
 	nc     net.Conn   // wc.NetConn(t), or a tls.Conn over it
-	tls    *connTLS // nil: plain TCP
+	tls    *connTLS   // nil: plain TCP
 	remote string
 	st     *reqState // nil while idle
 	// idle and stopIt follow a Dekker order: the connection sets idle,

@@ -1,17 +1,20 @@
 package whttp
 
 // The server: an accept loop in the task that calls Serve, and one task
-// per connection, under a weft.Group. All of a Serve's state is owned by
-// its loop (every task that touches it runs there), so it needs no locks.
+// per connection, under a weft.Group. The connection tasks run on their
+// connections' home loops (with several loops, not all Serve's), so what
+// Serve's task and theirs share (the serving's list of connections, a
+// connection's stop and cut-off state, a request's context) is guarded by
+// a mutex or atomic; the rest of a connection is its task's alone.
 //
-// A connection task loops: wait for the first byte of a request (idle),
-// read the request with http.ReadRequest, run the handler, finish the
-// response, and again. While idle it holds no pooled buffer: its
-// bufio.Reader and bufio.Writer go back to pools, and the wait reads into
-// a small landing buffer of the connection's own (a small request arrives
-// whole in it, so waiting costs no extra read). Responses are flushed before the task waits for
-// input, so pipelined requests get their responses in order and in as few
-// writes as can be.
+// A connection task loops: wait for the first bytes of a request (idle),
+// read its head (parse.go), run the handler, finish the response, and
+// again. While idle it holds no reqState (reuse.go): its buffers, request
+// and response go back to a pool, and the wait reads into a small landing
+// buffer of the connection's own (a small request arrives whole in it,
+// so waiting costs no extra read). Responses are flushed before the task
+// waits for input, so pipelined requests get their responses in order and
+// in as few writes as can be.
 //
 // The connection tasks are in a group with a failure handler (one
 // connection's failure is logged, and ends that connection only). Each
@@ -77,9 +80,11 @@ type Server struct {
 	TLSConfig *tls.Config
 
 	// ReadHeaderTimeout bounds the time from the first byte of a request
-	// (for the first request: from the accept) to the end of its header; a
-	// client slower than that is cut off without a response, as net/http
-	// does. Zero: ReadTimeout applies; both zero, no limit.
+	// (for the first request: from the accept) to the end of its header. A
+	// client slower than that gets 400 Bad Request and the connection is
+	// closed, as net/http does; if no byte of the request has arrived (the
+	// first request), the connection is closed without an answer. Zero:
+	// ReadTimeout applies; both zero, no limit.
 	ReadHeaderTimeout time.Duration
 
 	// ReadTimeout bounds the reading of a whole request, body included.
@@ -93,8 +98,10 @@ type Server struct {
 	// request before it is closed. Zero: ReadTimeout; both zero, no limit.
 	IdleTimeout time.Duration
 
-	// MaxHeaderBytes bounds the request line and header; a larger one is
-	// answered 431. Zero: http.DefaultMaxHeaderBytes (1 MB).
+	// MaxHeaderBytes bounds the request line and header: past it plus 4096
+	// bytes (net/http's allowance for the request line), or when the
+	// fields take more memory than it (as net/http counts it), the request
+	// is answered 431. Zero: http.DefaultMaxHeaderBytes (1 MB).
 	MaxHeaderBytes int
 
 	// DisableKeepAlives closes each connection after one response.
@@ -105,9 +112,11 @@ type Server struct {
 	// negative: no bound.
 	DrainTimeout time.Duration
 
-	// ConnState, if not nil, is called on the loop when a connection
-	// changes state (new, active, idle, closed), as net/http's is. It must
-	// not block.
+	// ConnState, if not nil, is called in the connection's task when the
+	// connection changes state (new, active, idle, closed), as net/http's
+	// is. It must not block; with several loops, calls for different
+	// connections may run at the same time. A panic in it closes that
+	// connection only.
 	ConnState func(net.Conn, http.ConnState)
 
 	// Logger receives handler panics (with their stacks) and connection
@@ -143,10 +152,15 @@ func (sv *serving) snapshot() []*conn {
 	return list
 }
 
-// Serve accepts connections on ln and serves each in a task of its own,
-// on t's loop, until t is cancelled or ln fails. It suspends t for as long
-// as it serves. One connection's failure (a bad request, a reset, a
-// handler's panic) ends that connection only.
+// Serve accepts connections on ln and serves each in a task of its own
+// until t is cancelled or ln fails. It suspends t for as long as it
+// serves. A connection's task starts on t's loop and runs on the
+// connection's home loop: with several loops (WithLoops), connections are
+// spread over them, and their handlers run in parallel (see the package
+// doc, Where handlers run). One connection's failure (a bad request, a
+// reset, a handler's panic, even a panic in the server's own code or a
+// ConnState hook) ends that connection only: it is logged, the connection
+// is closed, and Serve goes on accepting.
 //
 // Cancelling t is a graceful stop: Serve stops accepting at once (it
 // closes ln), closes idle connections, and lets requests in flight finish,
@@ -160,6 +174,10 @@ func (sv *serving) snapshot() []*conn {
 //
 // If ln fails (closed by someone else: an error matching net.ErrClosed),
 // Serve stops the same way and returns that error. Serve always closes ln.
+//
+// With the retention check on (the race detector or the weft_debug build
+// tag; see the package doc, Cost), Serve panics when it returns if a
+// handler kept its request past its return.
 func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	if ln == nil {
 		panic("whttp: Serve called with a nil listener")

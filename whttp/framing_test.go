@@ -601,3 +601,100 @@ func TestSlowHeaderBesideNetHTTP(t *testing.T) {
 		}
 	}
 }
+
+// Handlers get the response net/http gives them: status, header fields
+// (Date aside; a body up to 6 KB gets a Content-Length where net/http,
+// past 2 KB, chunks), body and trailers, for GET and HEAD, over HTTP/1.1
+// and HTTP/1.0.
+func TestResponsesAsNetHTTPGivesThem(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/plain":
+			io.WriteString(w, "hello")
+		case "/typed":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Add("X-Multi", "a")
+			w.Header().Add("X-Multi", "b")
+			io.WriteString(w, `{"a":1}`)
+		case "/404":
+			http.Error(w, "nope", http.StatusNotFound)
+		case "/204":
+			w.WriteHeader(http.StatusNoContent)
+		case "/304":
+			w.WriteHeader(http.StatusNotModified)
+		case "/redirect":
+			http.Redirect(w, r, "/plain", http.StatusFound)
+		case "/html":
+			io.WriteString(w, "<!DOCTYPE html><p>x</p>")
+		case "/declared":
+			w.Header().Set("Content-Length", "3")
+			io.WriteString(w, "abc")
+		case "/big":
+			io.WriteString(w, strings.Repeat("z", 10000))
+		case "/flush":
+			io.WriteString(w, "a")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "b")
+		case "/trailer":
+			w.Header().Set("Trailer", "X-Sum")
+			io.WriteString(w, "body")
+			w.Header().Set("X-Sum", "4")
+			w.Header().Set(http.TrailerPrefix+"X-Late", "late")
+		case "/newline":
+			w.Header().Set("X-Bad", "a\r\nInjected: yes")
+			io.WriteString(w, "x")
+		case "/close":
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "bye")
+		case "/status":
+			w.WriteHeader(299)
+			io.WriteString(w, "odd")
+		case "/empty":
+		}
+	})
+	ws := startServer(t, &whttp.Server{Handler: whttp.Adapt(h)})
+	naddr := startNetHTTP(t, h)
+	describe := func(addr, method, proto, path string) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		io.WriteString(c, method+" "+path+" "+proto+"\r\nHost: x\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s %s: body: %v", method, path, err)
+		}
+		hdr := resp.Header.Clone()
+		delete(hdr, "Date")
+		cl := resp.ContentLength
+		if len(resp.TransferEncoding) > 0 || cl == -1 && method != "HEAD" {
+			cl = int64(len(body)) // chunked or to the close: the same bytes either way
+		}
+		delete(hdr, "Content-Length")
+		var keys []string
+		for k, v := range hdr {
+			keys = append(keys, fmt.Sprintf("%s=%q", k, v))
+		}
+		slices.Sort(keys)
+		shown := string(body)
+		if len(shown) > 40 {
+			shown = fmt.Sprintf("%s...(%d bytes)", shown[:20], len(shown))
+		}
+		return fmt.Sprintf("%s %d len=%d close=%v %v body=%q trailer=%v", resp.Proto, resp.StatusCode, cl, resp.Close, keys, shown, resp.Trailer)
+	}
+	for _, path := range []string{"/plain", "/typed", "/404", "/204", "/304", "/redirect", "/html", "/declared", "/big", "/flush", "/trailer", "/newline", "/close", "/status", "/empty"} {
+		for _, method := range []string{"GET", "HEAD"} {
+			for _, proto := range []string{"HTTP/1.1", "HTTP/1.0"} {
+				if w, n := describe(ws.addr, method, proto, path), describe(naddr, method, proto, path); w != n {
+					t.Errorf("%s %s %s:\n whttp:    %s\n net/http: %s", method, path, proto, w, n)
+				}
+			}
+		}
+	}
+}

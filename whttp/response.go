@@ -60,6 +60,7 @@ type response struct {
 	committed     bool   // the header is in the connection's writer
 	done          bool   // the handler has returned
 	stage         []byte // body held back until the commit
+	sniff         []byte // commitSniffing's bytes, for a Content-Type
 	written       int64  // body bytes the handler wrote
 	contentLength int64  // declared by the handler; -1 if none
 	mode          bodyMode
@@ -139,85 +140,103 @@ func (w *response) writeInformational(code int) {
 	}
 }
 
-// Write writes body bytes, suspending the connection's task when the
-// client is slow. As net/http's: it returns http.ErrBodyNotAllowed for a
-// status without a body and http.ErrContentLength past a declared length.
-func (w *response) Write(p []byte) (int, error) {
+// admit checks that n more body bytes may be written, and counts them.
+func (w *response) admit(n int) error {
 	if w.done {
-		return 0, errWriteAfterHandler
+		return errWriteAfterHandler
 	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if len(p) == 0 {
-		return 0, nil
+	if n == 0 {
+		return nil
 	}
 	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
+		return http.ErrBodyNotAllowed
 	}
-	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
-		return 0, http.ErrContentLength
+	if w.contentLength >= 0 && w.written+int64(n) > w.contentLength {
+		return http.ErrContentLength
 	}
-	w.written += int64(len(p))
+	w.written += int64(n)
+	return nil
+}
+
+// Write writes body bytes, suspending the connection's task when the
+// client is slow. As net/http's: it returns http.ErrBodyNotAllowed for a
+// status without a body and http.ErrContentLength past a declared length.
+func (w *response) Write(p []byte) (int, error) {
+	if err := w.admit(len(p)); err != nil || len(p) == 0 {
+		return 0, err
+	}
 	if !w.committed {
 		if len(w.stage)+len(p) <= cap(w.stage) {
 			w.stage = append(w.stage, p...)
 			return len(p), nil
 		}
-		if err := w.commit(false); err != nil {
+		if err := w.commitSniffing(p); err != nil {
 			return 0, err
 		}
 	}
-	return w.writeOut(p)
+	if w.mode == modeNone {
+		return len(p), nil
+	}
+	w.chunkHeader(len(p))
+	_, err := w.c.st.bw.Write(p)
+	return w.wrote(len(p), err)
 }
 
 // WriteString is Write for a string, without copying it.
 func (w *response) WriteString(s string) (int, error) {
-	if !w.committed || w.mode == modeChunked {
-		return w.Write([]byte(s))
+	if err := w.admit(len(s)); err != nil || len(s) == 0 {
+		return 0, err
 	}
-	if w.done {
-		return 0, errWriteAfterHandler
+	if !w.committed {
+		if len(w.stage)+len(s) <= cap(w.stage) {
+			w.stage = append(w.stage, s...)
+			return len(s), nil
+		}
+		if err := w.commitSniffing([]byte(s[:min(len(s), 512)])); err != nil {
+			return 0, err
+		}
 	}
-	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.contentLength >= 0 && w.written+int64(len(s)) > w.contentLength {
-		return 0, http.ErrContentLength
-	}
-	w.written += int64(len(s))
 	if w.mode == modeNone {
 		return len(s), nil
 	}
-	n, err := w.c.st.bw.WriteString(s)
-	if err != nil {
-		w.closeAfter = true
-	}
-	return n, err
+	w.chunkHeader(len(s))
+	_, err := w.c.st.bw.WriteString(s)
+	return w.wrote(len(s), err)
 }
 
-// writeOut puts body bytes on the wire, framed for the mode.
-func (w *response) writeOut(p []byte) (int, error) {
-	bw := w.c.st.bw
-	var err error
-	switch w.mode {
-	case modeNone:
-		return len(p), nil
-	case modeChunked:
-		writeInt(bw, int64(len(p)), 16)
+// chunkHeader starts a chunk of n bytes, when the response is chunked.
+func (w *response) chunkHeader(n int) {
+	if w.mode == modeChunked {
+		bw := w.c.st.bw
+		writeInt(bw, int64(n), 16)
 		bw.WriteString("\r\n")
-		_, err = bw.Write(p)
-		if err == nil {
-			_, err = bw.WriteString("\r\n")
-		}
-	default:
-		_, err = bw.Write(p)
+	}
+}
+
+// wrote ends a write of n body bytes: the chunk's CRLF, and on an error
+// the end of the connection.
+func (w *response) wrote(n int, err error) (int, error) {
+	if err == nil && w.mode == modeChunked {
+		_, err = w.c.st.bw.WriteString("\r\n")
 	}
 	if err != nil {
 		w.closeAfter = true
 		return 0, err
 	}
-	return len(p), nil
+	return n, nil
+}
+
+// writeOut puts held-back body bytes on the wire, framed for the mode.
+func (w *response) writeOut(p []byte) (int, error) {
+	if w.mode == modeNone {
+		return len(p), nil
+	}
+	w.chunkHeader(len(p))
+	_, err := w.c.st.bw.Write(p)
+	return w.wrote(len(p), err)
 }
 
 // FlushError sends what is written so far, committing the header
@@ -244,6 +263,15 @@ func (w *response) FlushError() error {
 
 func bodyAllowed(code int) bool {
 	return !(code >= 100 && code < 200 || code == http.StatusNoContent || code == http.StatusNotModified)
+}
+
+// commitSniffing commits because p does not fit in what is held back: a
+// Content-Type is sniffed from the body's first bytes, which may be p's.
+func (w *response) commitSniffing(p []byte) error {
+	w.sniff = p
+	err := w.commit(false)
+	w.sniff = nil
+	return err
 }
 
 // commit writes the status line and header. final says the handler has
@@ -283,7 +311,7 @@ func (w *response) commit(final bool) error {
 	switch {
 	case req.Method == http.MethodHead || !allowed:
 		w.mode = modeNone
-		if req.Method == http.MethodHead && allowed && final && w.contentLength < 0 && w.written > 0 {
+		if req.Method == http.MethodHead && allowed && final && w.contentLength < 0 && w.written > 0 && !hasTrailers && te == "" {
 			extraCL = w.written // what a GET would have carried, as net/http does
 		}
 	case w.contentLength >= 0:
@@ -304,10 +332,16 @@ func (w *response) commit(final bool) error {
 	}
 
 	writeStatusLine(bw, is11, w.status)
-	if _, ok := h["Content-Type"]; !ok && allowed && te == "" && len(w.stage) > 0 {
-		bw.WriteString("Content-Type: ")
-		bw.WriteString(http.DetectContentType(w.stage))
-		bw.WriteString("\r\n")
+	if _, ok := h["Content-Type"]; !ok && allowed && te == "" {
+		first := w.stage
+		if len(first) == 0 {
+			first = w.sniff
+		}
+		if len(first) > 0 {
+			bw.WriteString("Content-Type: ")
+			bw.WriteString(http.DetectContentType(first))
+			bw.WriteString("\r\n")
+		}
 	}
 	if _, ok := h["Date"]; !ok {
 		writeDate(bw)
@@ -324,7 +358,8 @@ func (w *response) commit(final bool) error {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if w.closeAfter {
-		if !headerHasToken(h, "Connection", "close") {
+		// HTTP/1.0 closes by default: net/http says nothing there.
+		if is11 && !headerHasToken(h, "Connection", "close") {
 			bw.WriteString("Connection: close\r\n")
 		}
 	} else if !is11 {
@@ -424,7 +459,9 @@ func writeHeader(bw *bufio.Writer, h http.Header, skip func(string) bool) {
 	}
 }
 
-var headerValueCleaner = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
+// headerValueCleaner turns each CR and LF into a space, as net/http's
+// does: a value cannot start a new field line.
+var headerValueCleaner = strings.NewReplacer("\n", " ", "\r", " ")
 
 func writeHeaderLine(bw *bufio.Writer, k, v string) {
 	if strings.ContainsAny(v, "\r\n") {

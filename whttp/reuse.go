@@ -77,8 +77,13 @@ func getState(dst net.Conn) *reqState {
 }
 
 // putState gives st back; it holds no input, and its output is flushed.
+// What it refers to of its last request (the connection, through the
+// request's context) is dropped, so that the pool keeps no connection.
 func putState(st *reqState) {
 	st.bw.Reset(nil)
+	if st.req != nil {
+		*st.req = http.Request{}
+	}
 	if len(st.in.buf) != inSize {
 		st.in.buf = make([]byte, inSize) // a large head grew it for one request
 	}

@@ -99,10 +99,11 @@ const mapEntryCost = 200
 
 // parseHead parses s, a request head from its request line to the empty
 // line that ends it (CRLF CRLF included), whose every LF follows a CR (the
-// reader checks that as it looks for the end). The fields go into hdr
-// (empty on entry), their values into slices from a. budget bounds the
-// memory the fields take, as net/http's does: field-name lengths plus
-// mapEntryCost per name, plus value lengths.
+// reader checks that as it looks for the end). The fields but Host (which
+// goes to the reqHead, as net/http's server takes it out of the header) go
+// into hdr (empty on entry), their values into slices from a. budget
+// bounds the memory the fields take, as net/http's does: field-name
+// lengths plus mapEntryCost per name, plus value lengths.
 func parseHead(s string, hdr http.Header, a *headAlloc, budget int) (reqHead, *headError) {
 	h := reqHead{contentLength: -1}
 	eol := strings.Index(s, "\r\n")

@@ -52,17 +52,21 @@ type reqHead struct {
 	method, target, proto string
 	major, minor          int
 	host                  string
-	hosts                 int   // Host field lines
-	contentLength         int64 // -1: no Content-Length
-	cls                   int   // Content-Length field lines
-	tes                   int   // Transfer-Encoding field lines
-	teCodings             int   // transfer codings in them
-	teChunkeds            int   // how many of them are chunked
-	teLastChunked         bool  // the last one is chunked
-	teMalformed           bool  // an element is not a token
-	connClose             bool  // Connection: close
-	keepAlive             bool  // Connection: keep-alive
-	trailer               bool  // a Trailer field
+	hosts                 int    // Host field lines
+	contentLength         int64  // -1: no Content-Length
+	cls                   int    // Content-Length field lines
+	tes                   int    // Transfer-Encoding field lines
+	teCodings             int    // transfer codings in them
+	teChunkeds            int    // how many of them are chunked
+	teLastChunked         bool   // the last one is chunked
+	teMalformed           bool   // an element is not a token
+	connClose             bool   // Connection: close
+	keepAlive             bool   // Connection: keep-alive
+	trailer               bool   // a Trailer field
+	expect                string // the first Expect field's value
+	pragmaSeen            bool   // a Pragma field
+	pragmaNoCache         bool   // the first Pragma field is no-cache
+	cacheControl          bool   // a Cache-Control field
 }
 
 // headError is a request the server refuses: the status and why (logged at
@@ -289,6 +293,17 @@ func (h *reqHead) noteField(key, value string) *headError {
 		}
 	case "Trailer":
 		h.trailer = true
+	case "Expect":
+		if h.expect == "" {
+			h.expect = value
+		}
+	case "Pragma":
+		if !h.pragmaSeen {
+			h.pragmaSeen = true
+			h.pragmaNoCache = value == "no-cache"
+		}
+	case "Cache-Control":
+		h.cacheControl = true
 	}
 	return nil
 }

@@ -282,30 +282,52 @@ func (w *response) commit(final bool) error {
 	bw := c.st.bw
 	is11 := req.ProtoAtLeast(1, 1)
 
-	// Trailers: declared ones, and TrailerPrefix keys.
+	// Trailers declared with the Trailer field stay out of the header.
 	hasTrailers := false
-	for _, v := range h["Trailer"] {
-		for k := range strings.SplitSeq(v, ",") {
-			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
-			if k != "" && validTrailer(k) {
-				w.trailers = append(w.trailers, k)
-				hasTrailers = true
-			}
-		}
-	}
-	if !hasTrailers {
-		for k := range h {
-			if strings.HasPrefix(k, http.TrailerPrefix) {
-				hasTrailers = true
-				break
+	if vv, ok := h["Trailer"]; ok {
+		for _, v := range vv {
+			for k := range strings.SplitSeq(v, ",") {
+				k = http.CanonicalHeaderKey(strings.TrimSpace(k))
+				if k != "" && validTrailer(k) {
+					w.trailers = append(w.trailers, k)
+					hasTrailers = true
+				}
 			}
 		}
 	}
 
+	// One pass over the header writes its fields and notes what the
+	// framing needs; the fields the server adds follow (their order
+	// carries no meaning).
+	writeStatusLine(bw, is11, w.status)
+	var hasType, hasDate, connClose bool
 	te := ""
-	if vv := h["Transfer-Encoding"]; len(vv) > 0 {
-		te = vv[0]
+	for k, vv := range h {
+		switch k {
+		case "Content-Type":
+			hasType = true
+		case "Date":
+			hasDate = true
+		case "Connection":
+			connClose = hasToken(vv, "close")
+		case "Transfer-Encoding":
+			if len(vv) > 0 {
+				te = vv[0]
+			}
+			continue // the server writes its own
+		}
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			hasTrailers = true
+			continue
+		}
+		if !isToken(k) || len(w.trailers) > 0 && w.isTrailer(k) {
+			continue
+		}
+		for _, v := range vv {
+			writeHeaderLine(bw, k, v)
+		}
 	}
+
 	var extraCL int64 = -1
 	allowed := bodyAllowed(w.status)
 	switch {
@@ -326,13 +348,11 @@ func (w *response) commit(final bool) error {
 	default:
 		w.mode = modeChunked
 	}
-
-	if req.Close || c.stopIt.Load() || c.sv.s.DisableKeepAlives || headerHasToken(h, "Connection", "close") {
+	if req.Close || c.stopIt.Load() || c.sv.s.DisableKeepAlives || connClose {
 		w.closeAfter = true
 	}
 
-	writeStatusLine(bw, is11, w.status)
-	if _, ok := h["Content-Type"]; !ok && allowed && te == "" {
+	if !hasType && allowed && te == "" {
 		first := w.stage
 		if len(first) == 0 {
 			first = w.sniff
@@ -343,12 +363,9 @@ func (w *response) commit(final bool) error {
 			bw.WriteString("\r\n")
 		}
 	}
-	if _, ok := h["Date"]; !ok {
+	if !hasDate {
 		writeDate(bw)
 	}
-	writeHeader(bw, h, func(k string) bool {
-		return k == "Transfer-Encoding" && te != "" || hasTrailers && w.isTrailer(k)
-	})
 	if extraCL >= 0 {
 		bw.WriteString("Content-Length: ")
 		writeInt(bw, extraCL, 10)
@@ -359,7 +376,7 @@ func (w *response) commit(final bool) error {
 	}
 	if w.closeAfter {
 		// HTTP/1.0 closes by default: net/http says nothing there.
-		if is11 && !headerHasToken(h, "Connection", "close") {
+		if is11 && !connClose {
 			bw.WriteString("Connection: close\r\n")
 		}
 	} else if !is11 {
@@ -486,9 +503,9 @@ func validTrailer(k string) bool {
 	return true
 }
 
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, key, token string) bool {
-	for _, v := range h[key] {
+// hasToken reports whether comma-separated values hold token.
+func hasToken(vv []string, token string) bool {
+	for _, v := range vv {
 		for f := range strings.SplitSeq(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(f), token) {
 				return true

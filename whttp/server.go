@@ -719,10 +719,8 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 	if req.Host == "" {
 		req.Host = h.host
 	}
-	if hp, ok := hdr["Pragma"]; ok && len(hp) > 0 && hp[0] == "no-cache" {
-		if _, cc := hdr["Cache-Control"]; !cc {
-			hdr["Cache-Control"] = []string{"no-cache"}
-		}
+	if h.pragmaNoCache && !h.cacheControl { // as net/http does
+		hdr["Cache-Control"] = []string{"no-cache"}
 	}
 	// Persistence (RFC 9112 section 9.3).
 	if h.minor == 0 {
@@ -768,7 +766,7 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 	} else {
 		req.Body = http.NoBody
 	}
-	return c.handle(t, req, body)
+	return c.handle(t, req, body, h.expect)
 }
 
 // fixedBody returns the body of a request framed by Content-Length n (-1:
@@ -936,7 +934,7 @@ func (c *conn) writeError(code int, msg string) {
 
 // handle runs the handler on req and finishes the response. It reports
 // whether the connection may carry another request.
-func (c *conn) handle(t *weft.Task, req *http.Request, body *reqBody) bool {
+func (c *conn) handle(t *weft.Task, req *http.Request, body *reqBody, expect string) bool {
 	hd := c.beginRequest()
 	req = setContext(req, hd)
 	w := &c.st.resp
@@ -949,7 +947,7 @@ func (c *conn) handle(t *weft.Task, req *http.Request, body *reqBody) bool {
 		}
 		c.noteReturned(req)
 	}()
-	if expect := req.Header.Get("Expect"); expect != "" {
+	if expect != "" {
 		if !strings.EqualFold(expect, "100-continue") {
 			c.writeError(http.StatusExpectationFailed, "")
 			return false

@@ -569,7 +569,7 @@ func looksLikeHTTP(hdr [5]byte) bool {
 func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 	if c.st != nil && c.st.in.buffered() > 0 {
 		// A pipelined request is already here.
-		c.reqStart = t.Now()
+		c.markStart(t)
 		c.setReadDeadline(c.headerDeadline())
 		return true
 	}
@@ -602,10 +602,17 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 	in := &c.st.in
 	in.w = copy(in.buf, c.land[:n])
 	if !first {
-		c.reqStart = t.Now()
+		c.markStart(t)
 		c.setReadDeadline(c.headerDeadline())
 	}
 	return true
+}
+
+// markStart notes that a request begins now, when a timeout needs to know.
+func (c *conn) markStart(t *weft.Task) {
+	if s := c.sv.s; s.ReadHeaderTimeout > 0 || s.ReadTimeout > 0 {
+		c.reqStart = t.Now()
+	}
 }
 
 // acquire gives c a reqState.

@@ -41,6 +41,7 @@ package weft
 // task that wakes it, and two tasks taking turns all switch directly.
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +134,13 @@ type loop struct {
 	obs        loopObs       // published for observers: the switch word (obs.go)
 	kaParked   *Task         // loop-owned: tasks parked on a keepAliveSource (park.go)
 	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (balance.go)
-	preempt    atomic.Uint32 // the running task's next Checkpoint must look (inbox)
+
+	// The thread of control, for the owner checks (owner.go): the
+	// coroutine running for the loop now (nil: the loop's goroutine,
+	// loopG). Written only when ownerChecks is on.
+	thread  *coro.Coro
+	loopG   uintptr
+	preempt atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 
 func newLoop(rs *runState, id int, o options) (*loop, error) {
@@ -142,6 +149,7 @@ func newLoop(rs *runState, id int, o options) (*loop, error) {
 		return nil, err
 	}
 	l := &loop{rs: rs, id: id, poller: p, caps: p.Caps(), clock: rs.clock, wakeCh: make(chan struct{}, 1)}
+	l.timers.owner, l.fds.owner = l, l
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
@@ -285,6 +293,12 @@ func (l *loop) drainInbox() {
 // task that was waiting has been woken by an event: that is counted, so that
 // a CPU-bound task's next Checkpoint gives way to it.
 func (l *loop) ready(t *Task) {
+	if ownerChecks {
+		l.assertOwner("the run queue")
+		if t.loop != l {
+			panic("weft: internal error: a task of another loop made runnable on loop " + strconv.Itoa(l.id))
+		}
+	}
 	if s := l.sim; s != nil {
 		s.noteReady(t)
 	}
@@ -313,8 +327,13 @@ func (l *loop) pick() *Task {
 		l.ticks = 0
 		l.pollNow()
 	}
-	if l.rs.multi && l.rs.hungry.Load() > 0 {
-		l.shed(nil)
+	if l.rs.multi {
+		if l.rs.hungry.Load() > 0 {
+			l.shed(nil)
+		}
+		if d := l.driver; d != nil && d.moveTo != nil {
+			return nil // the driver is sent away: it stops driving (sendDriver)
+		}
 	}
 	t, ok := l.popRunnable()
 	if !ok {
@@ -348,9 +367,13 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 	var done bool
 	if t.co == nil {
 		t.co = l.coroutine()
+		prev := l.switchTo(t.co)
 		done = t.co.Start(t.job)
+		l.switchBack(prev)
 	} else {
+		prev := l.switchTo(t.co)
 		done = t.co.Resume()
+		l.switchBack(prev)
 	}
 	l.current = nil
 	if done {
@@ -443,6 +466,8 @@ func (l *loop) recycle(t *Task) {
 
 // run is the loop goroutine's scheduler. It returns when nothing is left.
 func (l *loop) run() {
+	l.ownLoopGoroutine(true)
+	defer l.ownLoopGoroutine(false)
 	for {
 		if l.aborted {
 			return

@@ -62,7 +62,7 @@ type taskExtra struct {
 	fd          int            // fd waited on (state waiting, waitFD)
 	timer       timer          // the task's sleep
 	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
-	ctx         *taskContext   // created by Context on first use
+	ctxs        []*scope       // run lock: the scopes whose context Context made (context.go)
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
 	batch       bool           // in (or last queued in) the batch lane
@@ -259,7 +259,7 @@ func (t *Task) finish(err error) {
 		l.reach(c, nil) // they no longer run under t's deadline
 	}
 	rs.unlock()
-	t.closeContext()
+	t.closeContexts()
 	rs.obsFinish(t)
 	l.live--
 	if err != nil && t != rs.main && !isCancellation(err) && !rs.isDeadlockErr(err) {
@@ -368,6 +368,9 @@ func (t *Task) Now() time.Time {
 // Every wait has a generation of its own: the caller has called newWait
 // before registering, so that what it registered can name it.
 func (t *Task) block(kind waitKind) error {
+	if ownerChecks {
+		t.loop.assertOwner("a task's wait")
+	}
 	t.extra() // interrupt, perhaps under the run lock, writes x.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind

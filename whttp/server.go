@@ -201,6 +201,19 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	}
 	var lnErr error
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
+		// A panic here would be a bug of the server's own: it must not
+		// leave the listener open and the (protected) connections
+		// running, which the group would wait for. Close and cut
+		// everything, then let the panic go on.
+		defer func() {
+			if r := recover(); r != nil {
+				ln.Close()
+				for _, c := range sv.snapshot() {
+					c.cutOff()
+				}
+				panic(r)
+			}
+		}()
 		// One connection's failure ends that connection only.
 		g.Handle(func(err error) {
 			sv.log.Error("whttp: connection task failed", "addr", ln.Addr().String(), "err", err)

@@ -14,8 +14,9 @@ import (
 	"github.com/weft-go/weft/whttp"
 )
 
-// Without the check, a connection's requests reuse one *http.Request, URL
-// and header map, while each gets a ResponseWriter and context of its own.
+// Without the check, a connection's requests (here pipelined) reuse one
+// *http.Request, URL and header map, while each gets a ResponseWriter and
+// context of its own.
 func TestRequestStateIsReusedBetweenRequests(t *testing.T) {
 	if whttp.CheckRetention {
 		t.Skip("this build checks retention (race detector or weft_debug): nothing is reused")
@@ -32,9 +33,16 @@ func TestRequestStateIsReusedBetweenRequests(t *testing.T) {
 		})
 		io.WriteString(w, r.URL.Path+" "+r.Header.Get("X-N"))
 	})})
+	// Pipelined, so that the connection holds its state from one request
+	// to the next (waiting for a request with nothing buffered, it gives
+	// the state back to a pool, which may hand it another).
 	rc := dialRaw(t, ts.addr)
+	var pipelined strings.Builder
 	for _, n := range []string{"1", "2", "3"} {
-		rc.send("GET /p" + n + " HTTP/1.1\r\nHost: x\r\nX-N: " + n + "\r\n\r\n")
+		pipelined.WriteString("GET /p" + n + " HTTP/1.1\r\nHost: x\r\nX-N: " + n + "\r\n\r\n")
+	}
+	rc.send(pipelined.String())
+	for _, n := range []string{"1", "2", "3"} {
 		if body := bodyOf(t, rc.response("GET")); body != "/p"+n+" "+n {
 			t.Fatalf("body %q", body)
 		}

@@ -31,8 +31,9 @@ func TestCancelReachesGrandchildrenAndTheirContexts(t *testing.T) {
 	run(t, func(wt *weft.Task) {
 		var grandCtx context.Context
 		var grandErr error
+		var grand *weft.Promise[int]
 		child := weft.Go(wt, func(wt *weft.Task) (int, error) {
-			grand := weft.Go(wt, func(wt *weft.Task) (int, error) {
+			grand = weft.Go(wt, func(wt *weft.Task) (int, error) {
 				grandCtx = wt.Context()
 				grandErr = wt.Sleep(time.Hour)
 				return 0, grandErr
@@ -41,6 +42,7 @@ func TestCancelReachesGrandchildrenAndTheirContexts(t *testing.T) {
 		})
 		child.Cancel()
 		child.Await(wt)
+		grand.Await(wt) // the child's Await returns the cancellation without waiting for it
 		if !errors.Is(grandErr, context.Canceled) {
 			t.Errorf("grandchild's sleep returned %v", grandErr)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -361,18 +362,23 @@ func TestCancelWithCauseIsACancellationCarryingTheCause(t *testing.T) {
 func TestRunContextCancelledWithACauseIsACancellationNotAFailure(t *testing.T) {
 	why := errors.New("operator said stop")
 	ctx, cancel := context.WithCancelCause(context.Background())
+	var mu sync.Mutex // the tasks may be on several loops (CI's pass)
 	var waitErrs []error
 	_, err := weft.Run(func(wt *weft.Task) (int, error) {
 		for range 3 {
 			weft.Go(wt, func(wt *weft.Task) (int, error) {
 				err := wt.Sleep(time.Hour)
+				mu.Lock()
 				waitErrs = append(waitErrs, err)
+				mu.Unlock()
 				return 0, err
 			})
 		}
 		cancel(why)
 		err := wt.Sleep(time.Hour)
+		mu.Lock()
 		waitErrs = append(waitErrs, err)
+		mu.Unlock()
 		return 0, err
 	}, weft.WithContext(ctx))
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, why) {

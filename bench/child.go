@@ -37,11 +37,11 @@ type child struct {
 // port, and waits until it reports its address. On any error the process
 // is killed and reaped before startChild returns.
 func startChild(kind string) (*child, error) {
-	exe, err := os.Executable()
+	prog, args, err := runner.childArgv(kind, "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, serveMode, kind, "127.0.0.1:0")
+	cmd := exec.Command(prog, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -128,6 +128,26 @@ func (c *child) stop() error {
 	case <-timer.C:
 		c.kill()
 		return fmt.Errorf("%s server did not stop within %v; killed", c.kind, stopTimeout)
+	}
+}
+
+// ask sends a command line to the child and returns the rest of its
+// answer, the next stdout line, which must start with prefix.
+func (c *child) ask(command, prefix string) (string, error) {
+	if _, err := io.WriteString(c.stdin, command+"\n"); err != nil {
+		return "", err
+	}
+	timer := time.NewTimer(20 * time.Second)
+	defer timer.Stop()
+	select {
+	case line := <-c.lines:
+		v, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			return "", fmt.Errorf("unexpected line from the child: %q", line)
+		}
+		return v, nil
+	case <-timer.C:
+		return "", fmt.Errorf("the child did not answer %q", command)
 	}
 }
 

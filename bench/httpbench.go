@@ -45,6 +45,7 @@ type httpOptions struct {
 	paths    []string
 	memConns int
 	wrk      string
+	run      childRun // -pin and -base
 }
 
 func httpMain(args []string) int {
@@ -57,7 +58,14 @@ func httpMain(args []string) int {
 	paths := fs.String("paths", "/plaintext,/json", "paths, comma-separated")
 	fs.IntVar(&o.memConns, "memconns", 1000, "idle connections for the memory measurement (0: skip it)")
 	fs.StringVar(&o.wrk, "wrk", "wrk", "the wrk command")
+	pin := fs.String("pin", "", "SERVERCPU:LOADCPU: run each server child on one CPU and wrk on another (taskset)")
+	fs.StringVar(&o.run.base, "base", "", "a build of this command against other weft code: adds each weft server's @base twin")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var err error
+	if o.run.pin, err = parsePin(*pin); err != nil {
+		fmt.Fprintln(os.Stderr, "bench http:", err)
 		return 2
 	}
 	for _, s := range strings.Split(*servers, ",") {
@@ -67,6 +75,7 @@ func httpMain(args []string) int {
 		}
 		o.servers = append(o.servers, s)
 	}
+	o.servers = withBase(o.servers, o.run.base)
 	o.paths = strings.Split(*paths, ",")
 	if o.duration < time.Second {
 		o.duration = time.Second
@@ -75,8 +84,13 @@ func httpMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench http: wrk not found; install it with: apt-get install -y wrk")
 		return 1
 	}
-	fmt.Printf("bench http: wrk -t1 -c%d -d%ds, %d repetitions, interleaved; GOMAXPROCS %d, NumCPU %d (the children inherit the environment)\n",
-		o.conns, int(o.duration.Seconds()), o.reps, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if err := pinLoad(o.run.pin); err != nil {
+		fmt.Fprintln(os.Stderr, "bench http:", err)
+		return 1
+	}
+	runner = o.run
+	fmt.Printf("bench http: wrk -t1 -c%d -d%ds, %d repetitions, interleaved; GOMAXPROCS %d, NumCPU %d (the children inherit the environment); %s\n",
+		o.conns, int(o.duration.Seconds()), o.reps, runtime.GOMAXPROCS(0), runtime.NumCPU(), o.run.pin)
 	results, err := runHTTPBench(o, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench http:", err)
@@ -94,10 +108,12 @@ func httpMain(args []string) int {
 	return 0
 }
 
-// wrkResult is one wrk run.
+// wrkResult is one wrk run, and what it cost the server.
 type wrkResult struct {
 	rate     float64
 	p50, p99 time.Duration
+	requests int64 // completed, as wrk counts them
+	cost     cost
 }
 
 type httpCase struct {
@@ -118,24 +134,47 @@ func runHTTPBench(o httpOptions, progress io.Writer) ([]*httpCase, error) {
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, p := range o.paths {
 			for _, s := range o.servers {
-				ch, err := startChild(s)
+				r, err := measureHTTP(o, s, p)
 				if err != nil {
-					return nil, err
-				}
-				r, err := runWrk(o, "http://"+ch.addr+p)
-				if err != nil {
-					ch.kill()
 					return nil, fmt.Errorf("%s %s: %w", s, p, err)
 				}
-				if err := ch.stop(); err != nil {
-					return nil, err
-				}
 				byKey[s+p].runs = append(byKey[s+p].runs, r)
-				fmt.Fprintf(progress, "rep %d/%d  %-10s %-11s %10.0f req/s  p50 %v  p99 %v\n", rep, o.reps, s, p, r.rate, r.p50, r.p99)
+				fmt.Fprintf(progress, "rep %d/%d  %-21s %-11s %10.0f req/s  p50 %v  p99 %v  %8.0f req/CPU-s (%2.0f%% sys)  %.2f allocs/req\n",
+					rep, o.reps, s, p, r.rate, r.p50, r.p99, r.cost.perCPUSecond(), 100*r.cost.sysShare(), r.cost.allocsPerRequest())
 			}
 		}
 	}
 	return cases, nil
+}
+
+// measureHTTP runs wrk against a fresh child of the given kind, reading
+// the child's CPU time and allocations before and after. The child is
+// gone when it returns.
+func measureHTTP(o httpOptions, kind, path string) (wrkResult, error) {
+	ch, err := startChild(kind)
+	if err != nil {
+		return wrkResult{}, err
+	}
+	u0, err := ch.usage()
+	if err != nil {
+		ch.kill()
+		return wrkResult{}, err
+	}
+	r, err := runWrk(o, "http://"+ch.addr+path)
+	if err != nil {
+		ch.kill()
+		return r, err
+	}
+	u1, err := ch.usage()
+	if err != nil {
+		ch.kill()
+		return r, err
+	}
+	if err := ch.stop(); err != nil {
+		return r, err
+	}
+	r.cost = u1.since(u0, r.requests)
+	return r, nil
 }
 
 func runWrk(o httpOptions, url string) (wrkResult, error) {
@@ -162,11 +201,13 @@ func parseWrk(out string) (wrkResult, error) {
 			r.p50 = parseWrkDuration(f[1])
 		case len(f) == 2 && f[0] == "99%":
 			r.p99 = parseWrkDuration(f[1])
+		case len(f) >= 3 && f[1] == "requests" && f[2] == "in":
+			r.requests, _ = strconv.ParseInt(f[0], 10, 64)
 		case strings.HasPrefix(strings.TrimSpace(line), "Non-2xx"), strings.HasPrefix(strings.TrimSpace(line), "Socket errors"):
 			return r, fmt.Errorf("wrk reports failures: %s", strings.TrimSpace(line))
 		}
 	}
-	if r.rate <= 0 || r.p50 <= 0 {
+	if r.rate <= 0 || r.p50 <= 0 || r.requests <= 0 {
 		return r, fmt.Errorf("could not read wrk's output:\n%s", out)
 	}
 	return r, nil
@@ -189,6 +230,7 @@ func parseWrkDuration(s string) time.Duration {
 	return 0
 }
 
+// median returns the middle of xs (the upper middle for an even count).
 func median[T int64 | float64 | time.Duration](xs []T) T {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -205,26 +247,44 @@ func column[T any](runs []wrkResult, f func(wrkResult) T) []T {
 
 func printHTTPTable(w io.Writer, cases []*httpCase, o httpOptions) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| server | path | req/s (median) | min..max | p50 (median, min..max) | p99 (median, min..max) | vs net-http |")
-	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| server | path | req/s (median) | min..max | p50 (median, min..max) | p99 (median, min..max) | vs net-http | req/CPU-s (median) | min..max | vs net-http | vs fasthttp | allocs/req (median) | min..max |")
+	fmt.Fprintln(w, "| --- | --- |"+strings.Repeat(" ---: |", 11))
+	rate := func(r wrkResult) float64 { return r.rate }
+	cpuRate := func(r wrkResult) float64 { return r.cost.perCPUSecond() }
 	base := map[string]float64{}
+	cpuBase := map[string]float64{}
+	fastBase := map[string]float64{}
 	for _, c := range cases {
-		if c.server == "net-http" {
-			base[c.path] = median(column(c.runs, func(r wrkResult) float64 { return r.rate }))
+		switch c.server {
+		case "net-http":
+			base[c.path] = median(column(c.runs, rate))
+			cpuBase[c.path] = median(column(c.runs, cpuRate))
+		case "fasthttp":
+			fastBase[c.path] = median(column(c.runs, cpuRate))
 		}
 	}
+	ratio := func(v, b float64) string {
+		if b <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", v/b)
+	}
 	for _, c := range cases {
-		rates := column(c.runs, func(r wrkResult) float64 { return r.rate })
+		rates := column(c.runs, rate)
+		cpuRates := column(c.runs, cpuRate)
+		allocs := column(c.runs, func(r wrkResult) float64 { return r.cost.allocsPerRequest() })
 		p50 := column(c.runs, func(r wrkResult) time.Duration { return r.p50 })
 		p99 := column(c.runs, func(r wrkResult) time.Duration { return r.p99 })
-		vs := "-"
-		if b := base[c.path]; b > 0 {
-			vs = fmt.Sprintf("%.2fx", median(rates)/b)
-		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f..%.0f | %v (%v..%v) | %v (%v..%v) | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f..%.0f | %v (%v..%v) | %v (%v..%v) | %s | %.0f | %.0f..%.0f | %s | %s | %.2f | %.2f..%.2f |\n",
 			c.server, c.path, median(rates), slices.Min(rates), slices.Max(rates),
-			median(p50), slices.Min(p50), slices.Max(p50), median(p99), slices.Min(p99), slices.Max(p99), vs)
+			median(p50), slices.Min(p50), slices.Max(p50), median(p99), slices.Min(p99), slices.Max(p99),
+			ratio(median(rates), base[c.path]),
+			median(cpuRates), slices.Min(cpuRates), slices.Max(cpuRates),
+			ratio(median(cpuRates), cpuBase[c.path]), ratio(median(cpuRates), fastBase[c.path]),
+			median(allocs), slices.Min(allocs), slices.Max(allocs))
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "req/CPU-s: wrk's completed requests per second of the server child's CPU time (utime+stime, /proc/PID/stat, read before and after wrk); allocs/req: the child's MemStats.Mallocs over the same requests.")
 }
 
 // memResult is the memory a server holds per idle keep-alive connection.
@@ -293,21 +353,13 @@ func memoryPerConn(kind string, n int) (float64, error) {
 	return (float64(after) - float64(before)) / float64(n), nil
 }
 
-// mem asks an HTTP child for its memory in use.
+// mem asks a child for its memory in use.
 func (c *child) mem() (uint64, error) {
-	if _, err := io.WriteString(c.stdin, "mem\n"); err != nil {
+	v, err := c.ask("mem", memPrefix)
+	if err != nil {
 		return 0, err
 	}
-	select {
-	case line := <-c.lines:
-		v, ok := strings.CutPrefix(line, memPrefix)
-		if !ok {
-			return 0, fmt.Errorf("unexpected line from the child: %q", line)
-		}
-		return strconv.ParseUint(v, 10, 64)
-	case <-time.After(20 * time.Second):
-		return 0, errors.New("the child did not report its memory")
-	}
+	return strconv.ParseUint(v, 10, 64)
 }
 
 func printMemTable(w io.Writer, mem []memResult, n int) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -39,6 +40,16 @@ func TestHTTPServers(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// One short wrk run, for its cost figures, when wrk is here.
+	if _, err := exec.LookPath("wrk"); err == nil {
+		r, err := measureHTTP(httpOptions{duration: time.Second, conns: 4, wrk: "wrk"}, "weft-http", "/plaintext")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.requests <= 0 || r.cost.perCPUSecond() <= 0 || r.cost.allocsPerRequest() <= 0 {
+			t.Errorf("wrk run %+v: want requests, CPU time and allocations", r)
+		}
+	}
 	if per, err := memoryPerConn("weft-http", 20); err != nil || per <= 0 {
 		t.Errorf("memoryPerConn: %v, %v", per, err)
 	}
@@ -65,7 +76,7 @@ Transfer/sec:      4.40MB
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.rate != 36600.12 || r.p50 != 812*time.Microsecond || r.p99 != 2500*time.Microsecond {
+	if r.rate != 36600.12 || r.p50 != 812*time.Microsecond || r.p99 != 2500*time.Microsecond || r.requests != 183000 {
 		t.Fatalf("parsed %+v", r)
 	}
 	if _, err := parseWrk(out + "  Non-2xx or 3xx responses: 5\n"); err == nil {

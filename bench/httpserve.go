@@ -7,17 +7,12 @@ package main
 // memory-per-connection measurement.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -27,9 +22,6 @@ import (
 
 // httpKinds are the HTTP servers, in the order they are run and shown.
 var httpKinds = []string{"weft-http", "weft-http-2loops", "net-http", "fasthttp"}
-
-// memPrefix starts the child's answer to "mem".
-const memPrefix = "mem "
 
 var (
 	plaintext = []byte("hello")
@@ -69,15 +61,7 @@ func isHTTPKind(kind string) bool {
 func httpChildMain(kind, addr string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "mem" {
-				fmt.Printf("%s%d\n", memPrefix, memInUse())
-			}
-		}
-		cancel()
-	}()
+	go answerCommands(cancel)
 	switch kind {
 	case "weft-http":
 		return serveWeftHTTP(ctx, addr, 1)
@@ -89,16 +73,6 @@ func httpChildMain(kind, addr string) error {
 		return serveFastHTTP(ctx, addr)
 	}
 	return fmt.Errorf("unknown server %q", kind)
-}
-
-// memInUse is the heap and the stacks in use once the garbage is gone.
-func memInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	debug.FreeOSMemory()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse
 }
 
 func writeBody(w http.ResponseWriter, path string) {

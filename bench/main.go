@@ -33,6 +33,7 @@ type options struct {
 	servers  []string      // which servers, in serverKinds order
 	conns    []int         // connection counts
 	markdown bool          // print the table as Markdown
+	run      childRun      // -pin and -base
 }
 
 // main runs a server child when started in serve mode, and the benchmark
@@ -49,6 +50,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if err := pinLoad(opts.run.pin); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	runner = opts.run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	printHeader(os.Stdout, opts)
@@ -70,6 +76,8 @@ func parseFlags(args []string) (options, error) {
 	servers := fs.String("servers", strings.Join(serverKinds, ","), "servers to run, comma-separated")
 	conns := fs.String("conns", "1,50", "connection counts, comma-separated")
 	fs.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
+	pin := fs.String("pin", "", "SERVERCPU:LOADCPU: run each server child on one CPU and the load on another (taskset)")
+	fs.StringVar(&o.run.base, "base", "", "a build of this command against other weft code: adds each weft server's @base twin")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -86,6 +94,10 @@ func parseFlags(args []string) (options, error) {
 	if o.conns, err = parseConns(*conns); err != nil {
 		return o, err
 	}
+	if o.run.pin, err = parsePin(*pin); err != nil {
+		return o, err
+	}
+	o.servers = withBase(o.servers, o.run.base)
 	return o, nil
 }
 
@@ -142,14 +154,15 @@ func runBench(ctx context.Context, o options, progress io.Writer) ([]*caseResult
 		for _, n := range o.conns {
 			for _, s := range o.servers {
 				cfg := loadgen.Config{Conns: n, Warmup: o.warmup, Duration: o.duration}
-				res, err := measure(ctx, s, cfg)
+				res, cst, err := measure(ctx, s, cfg)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d conns, repetition %d: %w", s, n, rep, err)
 				}
-				byKey[caseKey(s, n)].add(res)
-				fmt.Fprintf(progress, "rep %d/%d  %-14s conns=%-4d %10.0f req/s  p50 %s  p99 %s\n",
+				byKey[caseKey(s, n)].add(res, cst)
+				fmt.Fprintf(progress, "rep %d/%d  %-19s conns=%-4d %10.0f req/s  p50 %s  p99 %s  %8.0f req/CPU-s (%2.0f%% sys)  %.2f allocs/req\n",
 					rep, o.reps, s, n, res.Rate(),
-					formatLatency(res.Hist.Quantile(0.50)), formatLatency(res.Hist.Quantile(0.99)))
+					formatLatency(res.Hist.Quantile(0.50)), formatLatency(res.Hist.Quantile(0.99)),
+					cst.perCPUSecond(), 100*cst.sysShare(), cst.allocsPerRequest())
 			}
 		}
 	}
@@ -162,19 +175,31 @@ func caseKey(server string, conns int) string {
 }
 
 // measure starts a server of the given kind, runs the load against it and
-// stops it. The child is gone when measure returns, whatever happened.
-func measure(ctx context.Context, kind string, cfg loadgen.Config) (loadgen.Result, error) {
+// stops it; it returns what the load saw and what it cost the server
+// (CPU time and allocations over every round trip, warm-up included). The
+// child is gone when measure returns, whatever happened.
+func measure(ctx context.Context, kind string, cfg loadgen.Config) (loadgen.Result, cost, error) {
 	ch, err := startChild(kind)
 	if err != nil {
-		return loadgen.Result{}, err
+		return loadgen.Result{}, cost{}, err
+	}
+	u0, err := ch.usage()
+	if err != nil {
+		ch.kill()
+		return loadgen.Result{}, cost{}, err
 	}
 	res, err := loadgen.Run(ctx, ch.addr, cfg)
 	if err != nil {
 		ch.kill()
-		return res, err
+		return res, cost{}, err
+	}
+	u1, err := ch.usage()
+	if err != nil {
+		ch.kill()
+		return res, cost{}, err
 	}
 	if err := ch.stop(); err != nil {
-		return res, err
+		return res, cost{}, err
 	}
-	return res, nil
+	return res, u1.since(u0, res.Verified), nil
 }

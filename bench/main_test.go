@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ func TestServers(t *testing.T) {
 	for _, c := range results {
 		if c.verified <= 0 || c.roundTrips <= 0 || len(c.rates) != 1 || c.rates[0] <= 0 {
 			t.Errorf("%s, %d conns: verified %d, counted %d, rates %v", c.server, c.conns, c.verified, c.roundTrips, c.rates)
+		}
+		if len(c.cpuRates) != 1 || c.cpuRates[0] <= 0 || len(c.allocs) != 1 {
+			t.Errorf("%s, %d conns: req/CPU-s %v, allocs/req %v", c.server, c.conns, c.cpuRates, c.allocs)
 		}
 		if c.hist.TotalCount != uint64(c.roundTrips) {
 			t.Errorf("%s, %d conns: %d latencies for %d round trips", c.server, c.conns, c.hist.TotalCount, c.roundTrips)
@@ -119,5 +123,82 @@ func TestParse(t *testing.T) {
 	}
 	if got := formatLatency(23700 * time.Nanosecond); got != "23.7µs" {
 		t.Errorf("formatLatency = %q", got)
+	}
+}
+
+// TestPinnedChildReportsItsCost starts a child pinned to CPU 0 (as -pin
+// 0:1 does), checks its affinity, and that a load raises its CPU time and
+// allocation count as read by usage.
+func TestPinnedChildReportsItsCost(t *testing.T) {
+	if _, err := lookTaskset(); err != nil {
+		t.Skip(err)
+	}
+	saved := runner
+	defer func() { runner = saved }()
+	runner = childRun{pin: pinning{on: true, server: 0, load: 1}}
+	ch, err := startChild("net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.kill()
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(ch.cmd.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "Cpus_allowed_list:\t0\n") {
+		t.Fatalf("the child is not pinned to CPU 0:\n%s", status)
+	}
+	u0, err := ch.usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := loadgen.Run(context.Background(), ch.addr, loadgen.Config{Conns: 4, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1, err := ch.usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := u1.since(u0, res.Verified)
+	if c.cpu <= 0 || c.mallocs == 0 || c.perCPUSecond() <= 0 || c.allocsPerRequest() <= 0 {
+		t.Fatalf("cost %+v over %d round trips: want CPU time and allocations", c, res.Verified)
+	}
+	if err := ch.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPinAndBaseSettings checks -pin's parsing, the @base twins and the
+// command line of a pinned or base child.
+func TestPinAndBaseSettings(t *testing.T) {
+	if p, err := parsePin("0:1"); err != nil || !p.on || p.server != 0 || p.load != 1 {
+		t.Errorf("parsePin(0:1) = %+v, %v", p, err)
+	}
+	if p, err := parsePin(""); err != nil || p.on {
+		t.Errorf("parsePin() = %+v, %v", p, err)
+	}
+	for _, bad := range []string{"0", "1:1", "a:b", "-1:0", "0:"} {
+		if _, err := parsePin(bad); err == nil {
+			t.Errorf("parsePin(%q) accepted", bad)
+		}
+	}
+	if got := strings.Join(withBase([]string{"weft", "net", "weft-2loops"}, "/x"), ","); got != "weft,weft@base,net,weft-2loops,weft-2loops@base" {
+		t.Errorf("withBase = %s", got)
+	}
+	r := childRun{pin: pinning{on: true, server: 0, load: 1}, base: "/tmp/base-bench"}
+	prog, args, err := r.childArgv("weft-http@base", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(prog, "taskset") || strings.Join(args, " ") != "-c 0 /tmp/base-bench serve weft-http 127.0.0.1:0" {
+		t.Errorf("pinned base child: %s %q", prog, args)
+	}
+	if _, _, err := (childRun{}).childArgv("weft@base", "x"); err == nil {
+		t.Error("a base server without -base was accepted")
+	}
+	cpu, err := procCPU(os.Getpid())
+	if err != nil || cpu <= 0 {
+		t.Errorf("procCPU(self) = %v, %v", cpu, err)
 	}
 }

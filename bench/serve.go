@@ -5,13 +5,16 @@ package main
 // its standard input reaches end of file (the parent closes it, or dies).
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,10 +67,7 @@ func childMain(args []string) int {
 	// goroutine ends with stdin.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
+	go answerCommands(cancel)
 	var err error
 	switch kind {
 	case "weft":
@@ -284,4 +284,38 @@ func (stderrLogger) Fatalf(format string, args ...any) {
 // logf writes one gnet log line to stderr.
 func logf(level, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "gnet %s: %s\n", level, fmt.Sprintf(format, args...))
+}
+
+// The answers' prefixes to the commands a child reads on stdin.
+const (
+	memPrefix   = "mem "   // "mem": heap and stacks in use after two collections
+	statsPrefix = "stats " // "stats": heap objects allocated so far (MemStats.Mallocs)
+)
+
+// answerCommands answers the parent's command lines on stdin until it
+// ends (the parent closes it to stop the child, and it ends too if the
+// parent dies, so a child never outlives its parent); then it calls stop.
+func answerCommands(stop func()) {
+	defer stop()
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch strings.TrimSpace(sc.Text()) {
+		case "mem":
+			fmt.Printf("%s%d\n", memPrefix, memInUse())
+		case "stats":
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Printf("%s%d\n", statsPrefix, ms.Mallocs)
+		}
+	}
+}
+
+// memInUse is the heap and the stacks in use once the garbage is gone.
+func memInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse + ms.StackInuse
 }

@@ -1,16 +1,18 @@
 // Package whttp serves and fetches HTTP/1.1 on weft tasks, with Go's own
 // HTTP types: *http.Request, http.ResponseWriter, http.Header and
-// *http.Response, parsed and written by net/http's parsers
-// (http.ReadRequest, http.ReadResponse, Request.Write).
+// *http.Response. The server reads requests with a strict parser of its
+// own (see Framing) and reuses what a request needs from one request to
+// the next (see Cost); the client uses net/http's parsers
+// (http.ReadResponse, Request.Write).
 //
-// The server runs one task per connection on the loop of the task that
-// calls Serve. The handler runs in that task and gets it, so it can
-// suspend (Sleep, Await, I/O, Offload) without blocking the loop; it reads
-// the request body and writes the response in that task, and each read or
-// write may suspend. A standard http.Handler runs through Adapt, in the
-// connection's task, for handlers that do not block, and through Blocking,
-// on a goroutine of its own, for handlers that do (net/http/pprof,
-// http.TimeoutHandler, blocking database clients).
+// Each connection is served by a task of its own. The handler runs in that
+// task and gets it, so it can suspend (Sleep, Await, I/O, Offload) without
+// blocking the loop; it reads the request body and writes the response in
+// that task, and each read or write may suspend. A standard http.Handler
+// runs through Adapt, in the connection's task, for handlers that do not
+// block, and through Blocking, on a goroutine of its own, for handlers
+// that do (net/http/pprof, http.TimeoutHandler, blocking database
+// clients).
 //
 //	srv := &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 //		t.Sleep(10 * time.Millisecond) // suspends this connection's task only
@@ -23,6 +25,114 @@
 // and follows redirects as net/http's client does. Every wait suspends the
 // calling task and is a cancellation point.
 //
+// # Where handlers run
+//
+// Serve accepts in the task that calls it and starts each connection's
+// task on that task's loop. Every accepted connection has a home loop,
+// where its reads and writes run: with one loop, that loop; with
+// WithLoops(n), weft gives accepted connections homes round-robin over
+// the n loops, so the handlers of different connections run in parallel
+// on different loops. A connection's task moves to its home at its first
+// read; between two of its reads or writes, an idle loop may take it over
+// (weft's hand-over), and its next I/O brings it home again. So:
+//
+//   - one connection's requests run one after another, each in that
+//     connection's task; t, w, r and r.Body belong to that task and go
+//     wherever it goes;
+//   - t.Loop() says which loop a handler runs on now; it may differ from
+//     one suspension point to the next, and from Serve's loop;
+//   - with one loop, handlers never run at the same time, and may share
+//     state without locks; with several, state that handlers of different
+//     connections share needs a lock (weft.Mutex, sync) or atomics.
+//
+// # Framing
+//
+// The server reads requests as RFC 9112 and RFC 9110 require, at least as
+// strictly as net/http: whatever request whttp serves, net/http's server
+// serves too (the package's tests run a corpus of raw requests, from
+// llhttp's, net/http's and Node's suites and published request-smuggling
+// cases, against both). Where they differ, whttp refuses, or closes, where
+// net/http does not:
+//
+//   - a line that ends in a bare LF, or a bare CR anywhere: 400 (net/http
+//     takes LF alone as a line end, in the head and the trailer);
+//   - obs-fold (a field line that begins with whitespace): 400 (net/http
+//     joins it to the line before, in the head and the trailer);
+//   - a request-target with bytes other than visible ASCII: 400 (net/http
+//     accepts bytes 0x80 and above);
+//   - Content-Length on two field lines, even equal: 400 (net/http keeps
+//     one of two equal values);
+//   - Transfer-Encoding whose last coding is not chunked: 400, as RFC 9112
+//     section 6.3 says (net/http: 501); chunked last after another coding:
+//     501, as both do;
+//   - Content-Length and Transfer-Encoding: chunked together: the body is
+//     framed as chunked, as both do, and then the connection is closed
+//     (RFC 9112 section 6.1; net/http keeps it, so bytes after the body
+//     are read as the next request);
+//   - Transfer-Encoding in an HTTP/1.0 request: the body is framed by
+//     Content-Length, as net/http does, and the connection is closed
+//     after the response (faulty framing, RFC 9112 section 6.1);
+//   - a chunk extension must follow the grammar (a token name, a token or
+//     quoted-string value), where net/http ignores what follows ';'; a
+//     chunk size of 2^63 or more is refused (net/http waits for it);
+//   - "PRI * HTTP/2.0" (the HTTP/2 preface) is 505: whttp has no HTTP/2.
+//
+// The one request whttp serves that net/http refuses: empty lines (CRLF)
+// before a request line are ignored, as RFC 9112 section 2.2 says a server
+// should (net/http ignores them only after a POST).
+//
+// Beyond that, as net/http: the method a token; HTTP/1.x only (505
+// otherwise); field names tokens, with no whitespace before the colon;
+// field values without control bytes; exactly one valid Host in HTTP/1.1
+// (an empty one is valid); a head larger than MaxHeaderBytes plus 4096
+// bytes, or whose fields take more memory than MaxHeaderBytes (counted as
+// net/http counts it), is 431; a chunk size of more than 16 hex digits,
+// data not followed by CRLF, a trailer section over 4 KB, or too much
+// framing for the data, end the body with an error (the handler's read
+// fails, and the connection closes after the response). Every refusal
+// closes the connection. OPTIONS * is answered by the server (200, no
+// body), as net/http does.
+//
+// A response the handler ends short (fewer bytes than its Content-Length,
+// or a panic after the header went out) is cut: the server logs why and
+// closes the connection at once, so the client sees the body end early
+// rather than waiting. A request head still incomplete at
+// ReadHeaderTimeout is answered 400 and the connection closed, as net/http
+// does; a connection that sent nothing is closed without an answer.
+//
+// # Cost
+//
+// A request costs the server one allocation, the object that is both the
+// ResponseWriter and r.Context(); one more if its head differs from the
+// connection's previous one (the head's string), and one more if it has a
+// body (the body's reader). The rest is reused from request to request
+// (see Handler for what a handler may keep):
+//
+//   - the *http.Request, its URL and Header map (and the value slices in
+//     it), and the response's Header map; a connection holds them, with
+//     its input and output buffers, only while a request is in flight,
+//     and gives them back to a pool while it waits for the next (an idle
+//     connection keeps a 472-byte landing buffer, which a small request
+//     arrives in whole);
+//   - the request's strings are cut from one copy of its head (a field
+//     name is copied only if it is neither canonical nor a common one),
+//     and that copy is reused when a client repeats a head byte for byte;
+//   - r.Context() costs nothing until someone waits on it (Done): only
+//     then is a context.WithCancelCause made, which the end of the request
+//     cancels;
+//   - a response whose body fits in 6 KB, written before the handler
+//     returns, goes out with its header, a Content-Length, in one write
+//     system call (with the responses to pipelined requests before it);
+//     larger ones are chunked; Flush, or a full 8 KB output buffer, sends
+//     what is written;
+//   - header fields are written in the map's order, without sorting.
+//
+// With the race detector on (go test -race) or the weft_debug build tag,
+// nothing is reused, and the server checks that each request it handed a
+// handler became unreachable once the handler returned: one that did not
+// is logged at Error level, and Serve panics with that report when it
+// returns, so the test that runs such a handler fails.
+//
 // # Scope
 //
 // HTTP/1.0 and HTTP/1.1 only: keep-alive, pipelining, Content-Length and
@@ -33,8 +143,7 @@
 //
 // # Tasks
 //
-// The server's handlers and the client's responses belong to one loop. A
-// handler's Task, and the body and writer of its request, must be used by
+// A handler's Task, and the body and writer of its request, must be used by
 // the connection's task (a read or write from another task or goroutine
 // panics with a "weft:" message). A client response body may be read by
 // any task of the loop that called Do.

@@ -1,6 +1,7 @@
 package whttp_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,4 +100,45 @@ func ExampleClient_Do() {
 		return struct{}{}, nil
 	})
 	// Output: 200 GET /new
+}
+
+// A handler that starts work outliving it passes that work a copy of the
+// request (r.Clone): the server reuses r, its URL and its header for the
+// next request once the handler returns. The request's context, also
+// passed here, may be kept: it is done when the handler returns.
+func ExampleHandler_clone() {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		logged := weft.NewChan[string](2)
+		srv := &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			kept := r.Clone(context.WithoutCancel(ctx)) // its own URL and header
+			weft.Go(t, func(t *weft.Task) (struct{}, error) {
+				// Wait, off the loop, until the request is over.
+				weft.Offload(t, func() (struct{}, error) { <-ctx.Done(); return struct{}{}, nil })
+				return struct{}{}, logged.Send(t, kept.Method+" "+kept.URL.Path+" ua="+kept.Header.Get("User-Agent"))
+			})
+			io.WriteString(w, "accepted")
+		})}
+		ln, _ := weft.Listen(t, "tcp", "127.0.0.1:0")
+		serving := weft.Go(t, func(t *weft.Task) (struct{}, error) { return struct{}{}, srv.Serve(t, ln) })
+		client := &whttp.Client{}
+		for _, path := range []string{"/a", "/b"} {
+			req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+path, nil)
+			req.Header.Set("User-Agent", "example"+path)
+			resp, err := client.Do(t, req)
+			if err != nil {
+				return struct{}{}, err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			line, _ := logged.Recv(t)
+			fmt.Println(line)
+		}
+		serving.Cancel()
+		serving.Await(t)
+		return struct{}{}, nil
+	})
+	// Output:
+	// GET /a ua=example/a
+	// GET /b ua=example/b
 }

@@ -12,10 +12,22 @@ import (
 // not use them after it returns. As with net/http, the response is
 // complete when ServeHTTP returns.
 //
+// The server reuses r, r.URL, r.Header and the values in it, and
+// w.Header(), for a later request (on this connection or another) once
+// ServeHTTP returns: a handler must not keep them past its return, nor
+// hand them to a task or goroutine that outlives it. Such code takes a
+// copy first: r.Clone(ctx) copies the request with its URL and header. What
+// a handler may keep stays valid: r.Context() (done once ServeHTTP
+// returns), w (it then refuses to write: Write returns an error, Header a
+// throwaway map), r.Body (it then returns http.ErrBodyReadAfterClose),
+// r.Trailer, and every string (strings are never reused). Tests run with
+// -race check this rule (see the package doc's Cost).
+//
 // Use r.Context() for work that should end with the request: it is done
-// when ServeHTTP returns or the connection is cut off (see Server.Serve).
-// A graceful stop of the server neither cancels t nor r.Context(); the
-// drain timeout cancels both.
+// when ServeHTTP returns or the connection is cut off (see Server.Serve),
+// with Err context.Canceled (context.Cause gives the drain timeout's
+// cause). A graceful stop of the server neither cancels t nor
+// r.Context(); the drain timeout cancels both.
 type Handler interface {
 	ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Request)
 }
@@ -47,9 +59,10 @@ func Adapt(h http.Handler) Handler {
 
 type taskKey struct{}
 
-// TaskOf returns the task serving r, a request received by a Server: the
-// connection's task, which a standard handler run by Adapt may suspend
-// (t.Sleep, Await, Offload). It returns nil for other requests.
+// TaskOf returns the task serving r, a request received by a Server (or a
+// request made from it with WithContext or Clone): the connection's task,
+// which a standard handler run by Adapt may suspend (t.Sleep, Await,
+// Offload). It returns nil for other requests. It does not suspend.
 func TaskOf(r *http.Request) *weft.Task {
 	t, _ := r.Context().Value(taskKey{}).(*weft.Task)
 	return t

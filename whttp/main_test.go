@@ -35,7 +35,7 @@ type testServer struct {
 }
 
 // startServer serves srv on 127.0.0.1 until stop.
-func startServer(t *testing.T, srv *whttp.Server, opts ...weft.Option) *testServer {
+func startServer(t testing.TB, srv *whttp.Server, opts ...weft.Option) *testServer {
 	t.Helper()
 	ts := &testServer{done: make(chan error, 1), errc: make(chan error, 1)}
 	ready := make(chan error, 1)
@@ -68,7 +68,7 @@ func startServer(t *testing.T, srv *whttp.Server, opts ...weft.Option) *testServ
 
 // stop cancels the task in Serve (a graceful stop) and returns Serve's
 // error once Run has returned.
-func (ts *testServer) stop(t *testing.T) error {
+func (ts *testServer) stop(t testing.TB) error {
 	t.Helper()
 	ts.serve.Cancel()
 	select {

@@ -1,6 +1,7 @@
 package whttp
 
-// The server's http.ResponseWriter, and the request body it goes with.
+// The server's response to a request, behind the http.ResponseWriter a
+// handler gets (its handle).
 //
 // The header is written when the response is committed: at the first
 // Flush, when the body held back (up to stageSize bytes) would overflow,
@@ -10,24 +11,31 @@ package whttp
 // connection. As net/http does: a Content-Type is sniffed from the first
 // bytes when the handler set none; a Date is added; HEAD responses carry
 // the header only; trailers are declared with the "Trailer" header or set
-// with http.TrailerPrefix, and force chunking.
+// with http.TrailerPrefix, and force chunking. Header fields go out in the
+// map's order, unsorted (their order carries no meaning, RFC 9110 section
+// 5.3); a field name that is not a token is left out and CR or LF in a
+// value become spaces, as net/http does.
+//
+// Everything goes into the connection's output buffer (outSize), which is
+// written when it fills, on Flush, and when the connection waits for
+// input: a response that fits (and the responses to pipelined requests
+// before it) costs one write.
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// stageSize is how much body a response holds back before committing
-// (net/http's bufferBeforeChunkingSize).
-const stageSize = 2048
+// stageSize is how much body a response holds back before committing: a
+// response whose body fits gets a Content-Length and goes out in one
+// write with its header. (net/http holds back 2 KB.)
+const stageSize = 6 << 10
 
 type bodyMode uint8
 
@@ -40,16 +48,19 @@ const (
 
 var errWriteAfterHandler = errors.New("whttp: Write called after the handler returned")
 
+// response is a request's response; the connection's reqState holds one,
+// reset for each request.
 type response struct {
 	c             *conn
 	req           *http.Request
+	body          *reqBody // nil: none
 	header        http.Header
-	body          reqBody
 	status        int
 	wroteHeader   bool
 	committed     bool   // the header is in the connection's writer
 	done          bool   // the handler has returned
 	stage         []byte // body held back until the commit
+	sniff         []byte // commitSniffing's bytes, for a Content-Type
 	written       int64  // body bytes the handler wrote
 	contentLength int64  // declared by the handler; -1 if none
 	mode          bodyMode
@@ -57,16 +68,25 @@ type response struct {
 	trailers      []string // declared trailer names
 }
 
-var stagePool = sync.Pool{New: func() any { b := make([]byte, 0, stageSize); return &b }}
-
-func newResponse(c *conn, req *http.Request) *response {
-	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1}
-	w.body.w = w
-	if req.Body != nil && req.Body != http.NoBody {
-		w.body.src = req.Body
-		req.Body = &w.body
+// reset prepares w for req.
+func (w *response) reset(c *conn, req *http.Request, body *reqBody) {
+	hdr, stage, trailers := w.header, w.stage, w.trailers
+	if checkRetention || hdr == nil || len(hdr) > 64 {
+		hdr = make(http.Header, 4)
+	} else {
+		clear(hdr)
 	}
-	return w
+	if stage == nil {
+		stage = make([]byte, 0, stageSize)
+	}
+	*w = response{c: c, req: req, body: body, header: hdr, stage: stage[:0], trailers: trailers[:0], contentLength: -1}
+}
+
+// release drops what w refers to of the request, once it is over.
+func (w *response) release() {
+	w.done = true
+	w.req, w.body = nil, nil
+	clear(w.trailers)
 }
 
 // Header returns the response header, as http.ResponseWriter's: changes
@@ -93,13 +113,13 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	if cl := w.header.Get("Content-Length"); cl != "" {
-		n, err := strconv.ParseInt(cl, 10, 64)
-		if err == nil && n >= 0 {
+	if vv := w.header["Content-Length"]; len(vv) > 0 {
+		n, ok := parseDecimal(trimOWS(vv[0]))
+		if ok && len(vv) == 1 {
 			w.contentLength = n
 		} else {
-			w.c.sv.log.Warn("whttp: invalid Content-Length; dropped", "value", cl)
-			w.header.Del("Content-Length")
+			w.c.sv.log.Warn("whttp: invalid Content-Length; dropped", "value", vv)
+			delete(w.header, "Content-Length")
 		}
 	}
 }
@@ -108,107 +128,119 @@ func (w *response) writeInformational(code int) {
 	if w.committed {
 		return
 	}
-	bw := w.c.bw
+	bw := w.c.st.bw
 	writeStatusLine(bw, w.req.ProtoAtLeast(1, 1), code)
 	if code != http.StatusContinue {
-		w.header.WriteSubset(bw, nil)
+		writeHeader(bw, w.header, nil)
 	}
 	bw.WriteString("\r\n")
 	bw.Flush()
-	if code == http.StatusContinue {
+	if code == http.StatusContinue && w.body != nil {
 		w.body.expect = false
 	}
+}
+
+// admit checks that n more body bytes may be written, and counts them.
+func (w *response) admit(n int) error {
+	if w.done {
+		return errWriteAfterHandler
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if n == 0 {
+		return nil
+	}
+	if !bodyAllowed(w.status) {
+		return http.ErrBodyNotAllowed
+	}
+	if w.contentLength >= 0 && w.written+int64(n) > w.contentLength {
+		return http.ErrContentLength
+	}
+	w.written += int64(n)
+	return nil
 }
 
 // Write writes body bytes, suspending the connection's task when the
 // client is slow. As net/http's: it returns http.ErrBodyNotAllowed for a
 // status without a body and http.ErrContentLength past a declared length.
 func (w *response) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, errWriteAfterHandler
+	if err := w.admit(len(p)); err != nil || len(p) == 0 {
+		return 0, err
 	}
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
-		return 0, http.ErrContentLength
-	}
-	w.written += int64(len(p))
 	if !w.committed {
-		if w.stage == nil {
-			w.stage = (*stagePool.Get().(*[]byte))[:0]
-		}
-		if len(w.stage)+len(p) <= stageSize {
+		if len(w.stage)+len(p) <= cap(w.stage) {
 			w.stage = append(w.stage, p...)
 			return len(p), nil
 		}
-		if err := w.commit(false); err != nil {
+		if err := w.commitSniffing(p); err != nil {
 			return 0, err
 		}
 	}
-	return w.writeOut(p)
+	if w.mode == modeNone {
+		return len(p), nil
+	}
+	w.chunkHeader(len(p))
+	_, err := w.c.st.bw.Write(p)
+	return w.wrote(len(p), err)
 }
 
 // WriteString is Write for a string, without copying it.
 func (w *response) WriteString(s string) (int, error) {
-	if !w.committed || w.mode == modeChunked {
-		return w.Write([]byte(s))
+	if err := w.admit(len(s)); err != nil || len(s) == 0 {
+		return 0, err
 	}
-	if w.done {
-		return 0, errWriteAfterHandler
+	if !w.committed {
+		if len(w.stage)+len(s) <= cap(w.stage) {
+			w.stage = append(w.stage, s...)
+			return len(s), nil
+		}
+		if err := w.commitSniffing([]byte(s[:min(len(s), 512)])); err != nil {
+			return 0, err
+		}
 	}
-	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.contentLength >= 0 && w.written+int64(len(s)) > w.contentLength {
-		return 0, http.ErrContentLength
-	}
-	w.written += int64(len(s))
 	if w.mode == modeNone {
 		return len(s), nil
 	}
-	n, err := w.c.bw.WriteString(s)
-	if err != nil {
-		w.closeAfter = true
-	}
-	return n, err
+	w.chunkHeader(len(s))
+	_, err := w.c.st.bw.WriteString(s)
+	return w.wrote(len(s), err)
 }
 
-// writeOut puts body bytes on the wire, framed for the mode.
-func (w *response) writeOut(p []byte) (int, error) {
-	bw := w.c.bw
-	var err error
-	switch w.mode {
-	case modeNone:
-		return len(p), nil
-	case modeChunked:
-		var hex [16]byte
-		bw.Write(strconv.AppendInt(hex[:0], int64(len(p)), 16))
+// chunkHeader starts a chunk of n bytes, when the response is chunked.
+func (w *response) chunkHeader(n int) {
+	if w.mode == modeChunked {
+		bw := w.c.st.bw
+		writeInt(bw, int64(n), 16)
 		bw.WriteString("\r\n")
-		_, err = bw.Write(p)
-		if err == nil {
-			_, err = bw.WriteString("\r\n")
-		}
-	default:
-		_, err = bw.Write(p)
+	}
+}
+
+// wrote ends a write of n body bytes: the chunk's CRLF, and on an error
+// the end of the connection.
+func (w *response) wrote(n int, err error) (int, error) {
+	if err == nil && w.mode == modeChunked {
+		_, err = w.c.st.bw.WriteString("\r\n")
 	}
 	if err != nil {
 		w.closeAfter = true
 		return 0, err
 	}
-	return len(p), nil
+	return n, nil
 }
 
-// Flush sends what is written so far, committing the header (http.Flusher).
-func (w *response) Flush() { w.FlushError() }
+// writeOut puts held-back body bytes on the wire, framed for the mode.
+func (w *response) writeOut(p []byte) (int, error) {
+	if w.mode == modeNone {
+		return len(p), nil
+	}
+	w.chunkHeader(len(p))
+	_, err := w.c.st.bw.Write(p)
+	return w.wrote(len(p), err)
+}
 
-// FlushError is Flush, returning the write error if any (used by
+// FlushError sends what is written so far, committing the header
+// (http.Flusher's Flush, returning the write error if any, for
 // http.ResponseController).
 func (w *response) FlushError() error {
 	if w.done {
@@ -222,23 +254,24 @@ func (w *response) FlushError() error {
 			return err
 		}
 	}
-	if err := w.c.bw.Flush(); err != nil {
+	if err := w.c.st.bw.Flush(); err != nil {
 		w.closeAfter = true
 		return err
 	}
 	return nil
 }
 
-// SetReadDeadline sets the connection's read deadline, for
-// http.ResponseController.
-func (w *response) SetReadDeadline(d time.Time) error { return w.c.wc.SetReadDeadline(d) }
-
-// SetWriteDeadline sets the connection's write deadline, for
-// http.ResponseController.
-func (w *response) SetWriteDeadline(d time.Time) error { return w.c.wc.SetWriteDeadline(d) }
-
 func bodyAllowed(code int) bool {
 	return !(code >= 100 && code < 200 || code == http.StatusNoContent || code == http.StatusNotModified)
+}
+
+// commitSniffing commits because p does not fit in what is held back: a
+// Content-Type is sniffed from the body's first bytes, which may be p's.
+func (w *response) commitSniffing(p []byte) error {
+	w.sniff = p
+	err := w.commit(false)
+	w.sniff = nil
+	return err
 }
 
 // commit writes the status line and header. final says the handler has
@@ -246,45 +279,61 @@ func bodyAllowed(code int) bool {
 func (w *response) commit(final bool) error {
 	w.committed = true
 	c, h, req := w.c, w.header, w.req
-	bw := c.bw
+	bw := c.st.bw
 	is11 := req.ProtoAtLeast(1, 1)
-	var exclude map[string]bool
-	excl := func(k string) {
-		if exclude == nil {
-			exclude = make(map[string]bool)
-		}
-		exclude[k] = true
-	}
 
-	// Trailers: declared ones, and TrailerPrefix keys.
+	// Trailers declared with the Trailer field stay out of the header.
 	hasTrailers := false
-	for _, v := range h["Trailer"] {
-		for _, k := range strings.Split(v, ",") {
-			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
-			if k != "" && validTrailer(k) {
-				w.trailers = append(w.trailers, k)
-				excl(k)
-				hasTrailers = true
+	if vv, ok := h["Trailer"]; ok {
+		for _, v := range vv {
+			for k := range strings.SplitSeq(v, ",") {
+				k = http.CanonicalHeaderKey(strings.TrimSpace(k))
+				if k != "" && validTrailer(k) {
+					w.trailers = append(w.trailers, k)
+					hasTrailers = true
+				}
 			}
 		}
 	}
-	for k := range h {
+
+	// One pass over the header writes its fields and notes what the
+	// framing needs; the fields the server adds follow (their order
+	// carries no meaning).
+	writeStatusLine(bw, is11, w.status)
+	var hasType, hasDate, connClose bool
+	te := ""
+	for k, vv := range h {
+		switch k {
+		case "Content-Type":
+			hasType = true
+		case "Date":
+			hasDate = true
+		case "Connection":
+			connClose = hasToken(vv, "close")
+		case "Transfer-Encoding":
+			if len(vv) > 0 {
+				te = vv[0]
+			}
+			continue // the server writes its own
+		}
 		if strings.HasPrefix(k, http.TrailerPrefix) {
-			excl(k)
 			hasTrailers = true
+			continue
+		}
+		if !isToken(k) || len(w.trailers) > 0 && w.isTrailer(k) {
+			continue
+		}
+		for _, v := range vv {
+			writeHeaderLine(bw, k, v)
 		}
 	}
 
-	te := h.Get("Transfer-Encoding")
-	if te != "" {
-		excl("Transfer-Encoding")
-	}
 	var extraCL int64 = -1
 	allowed := bodyAllowed(w.status)
 	switch {
-	case req.Method == "HEAD" || !allowed:
+	case req.Method == http.MethodHead || !allowed:
 		w.mode = modeNone
-		if req.Method == "HEAD" && allowed && final && w.contentLength < 0 && w.written > 0 {
+		if req.Method == http.MethodHead && allowed && final && w.contentLength < 0 && w.written > 0 && !hasTrailers && te == "" {
 			extraCL = w.written // what a GET would have carried, as net/http does
 		}
 	case w.contentLength >= 0:
@@ -299,35 +348,35 @@ func (w *response) commit(final bool) error {
 	default:
 		w.mode = modeChunked
 	}
-
-	if req.Close || c.stopIt.Load() || c.sv.s.DisableKeepAlives || headerHasToken(h, "Connection", "close") {
+	if req.Close || c.stopIt.Load() || c.sv.s.DisableKeepAlives || connClose {
 		w.closeAfter = true
 	}
 
-	writeStatusLine(bw, is11, w.status)
-	if _, ok := h["Content-Type"]; !ok && allowed && te == "" && len(w.stage) > 0 {
-		bw.WriteString("Content-Type: ")
-		bw.WriteString(http.DetectContentType(w.stage))
-		bw.WriteString("\r\n")
+	if !hasType && allowed && te == "" {
+		first := w.stage
+		if len(first) == 0 {
+			first = w.sniff
+		}
+		if len(first) > 0 {
+			bw.WriteString("Content-Type: ")
+			bw.WriteString(http.DetectContentType(first))
+			bw.WriteString("\r\n")
+		}
 	}
-	if _, ok := h["Date"]; !ok {
+	if !hasDate {
 		writeDate(bw)
 	}
-	if err := h.WriteSubset(bw, exclude); err != nil {
-		w.closeAfter = true
-		return err
-	}
 	if extraCL >= 0 {
-		var num [20]byte
 		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(num[:0], extraCL, 10))
+		writeInt(bw, extraCL, 10)
 		bw.WriteString("\r\n")
 	}
 	if w.mode == modeChunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if w.closeAfter {
-		if !headerHasToken(h, "Connection", "close") {
+		// HTTP/1.0 closes by default: net/http says nothing there.
+		if is11 && !connClose {
 			bw.WriteString("Connection: close\r\n")
 		}
 	} else if !is11 {
@@ -339,31 +388,48 @@ func (w *response) commit(final bool) error {
 		return err
 	}
 	if len(w.stage) > 0 {
-		if _, err := w.writeOut(w.stage); err != nil {
+		stage := w.stage
+		w.stage = w.stage[:0]
+		if _, err := w.writeOut(stage); err != nil {
 			return err
 		}
-		w.stage = w.stage[:0]
 	}
 	return nil
 }
 
-// finish completes the response after the handler returned.
-func (w *response) finish() {
+// isTrailer reports whether k goes in the trailer rather than the header.
+func (w *response) isTrailer(k string) bool {
+	if strings.HasPrefix(k, http.TrailerPrefix) {
+		return true
+	}
+	for _, t := range w.trailers {
+		if t == k {
+			return true
+		}
+	}
+	return false
+}
+
+// finish completes the response after the handler returned. It reports
+// false if the response is cut short (the handler wrote less than its
+// Content-Length): the connection must close at once, so that the client
+// does not wait for bytes that will not come.
+func (w *response) finish() bool {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
 		// Before the header goes out: can the connection carry another
 		// request, the handler having left part of the body unread?
-		if !w.body.drain() {
+		if w.body != nil && !w.body.drain() {
 			w.closeAfter = true
 		}
 		w.commit(true)
-	} else if !w.body.drain() {
+	} else if w.body != nil && !w.body.drain() {
 		w.closeAfter = true
 	}
 	w.done = true
-	bw := w.c.bw
+	bw := w.c.st.bw
 	switch w.mode {
 	case modeChunked:
 		bw.WriteString("0\r\n")
@@ -371,18 +437,18 @@ func (w *response) finish() {
 		bw.WriteString("\r\n")
 	case modeFixed:
 		if w.written < w.contentLength {
-			w.closeAfter = true // the client waits for bytes that will not come
+			w.c.sv.log.Error("whttp: closing the connection: the handler wrote less than its Content-Length",
+				"remote", w.c.remote, "method", w.req.Method, "uri", w.req.RequestURI,
+				"written", w.written, "content_length", w.contentLength)
+			w.closeAfter = true
+			return false
 		}
 	}
-	if w.stage != nil {
-		s := w.stage[:0]
-		w.stage = nil
-		stagePool.Put(&s)
-	}
+	return true
 }
 
 func (w *response) writeTrailers() {
-	bw := w.c.bw
+	bw := w.c.st.bw
 	for _, k := range w.trailers {
 		for _, v := range w.header[k] {
 			writeHeaderLine(bw, k, v)
@@ -397,12 +463,30 @@ func (w *response) writeTrailers() {
 	}
 }
 
-var headerValueCleaner = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
+// writeHeader writes h's fields but those skip says to leave out (nil:
+// none), in the map's order.
+func writeHeader(bw *bufio.Writer, h http.Header, skip func(string) bool) {
+	for k, vv := range h {
+		if !isToken(k) || skip != nil && skip(k) {
+			continue
+		}
+		for _, v := range vv {
+			writeHeaderLine(bw, k, v)
+		}
+	}
+}
+
+// headerValueCleaner turns each CR and LF into a space, as net/http's
+// does: a value cannot start a new field line.
+var headerValueCleaner = strings.NewReplacer("\n", " ", "\r", " ")
 
 func writeHeaderLine(bw *bufio.Writer, k, v string) {
+	if strings.ContainsAny(v, "\r\n") {
+		v = headerValueCleaner.Replace(v)
+	}
 	bw.WriteString(k)
 	bw.WriteString(": ")
-	bw.WriteString(strings.TrimSpace(headerValueCleaner.Replace(v)))
+	bw.WriteString(strings.TrimSpace(v))
 	bw.WriteString("\r\n")
 }
 
@@ -419,10 +503,10 @@ func validTrailer(k string) bool {
 	return true
 }
 
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, key, token string) bool {
-	for _, v := range h[key] {
-		for _, f := range strings.Split(v, ",") {
+// hasToken reports whether comma-separated values hold token.
+func hasToken(vv []string, token string) bool {
+	for _, v := range vv {
+		for f := range strings.SplitSeq(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(f), token) {
 				return true
 			}
@@ -431,21 +515,42 @@ func headerHasToken(h http.Header, key, token string) bool {
 	return false
 }
 
+// statusLines holds "HTTP/1.1 NNN Text\r\n" for the codes with a text.
+var statusLines = func() (t [600]string) {
+	for code := 100; code < 600; code++ {
+		if text := http.StatusText(code); text != "" {
+			t[code] = "HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n"
+		}
+	}
+	return t
+}()
+
 func writeStatusLine(bw *bufio.Writer, is11 bool, code int) {
+	if line := statusLines[code%600]; code < 600 && line != "" {
+		if !is11 {
+			bw.WriteString("HTTP/1.0")
+			line = line[len("HTTP/1.1"):]
+		}
+		bw.WriteString(line)
+		return
+	}
 	if is11 {
 		bw.WriteString("HTTP/1.1 ")
 	} else {
 		bw.WriteString("HTTP/1.0 ")
 	}
-	var num [8]byte
-	bw.Write(strconv.AppendInt(num[:0], int64(code), 10))
-	bw.WriteString(" ")
-	text := http.StatusText(code)
-	if text == "" {
-		text = "status code " + strconv.Itoa(code)
-	}
-	bw.WriteString(text)
+	writeInt(bw, int64(code), 10)
+	bw.WriteString(" status code ")
+	writeInt(bw, int64(code), 10)
 	bw.WriteString("\r\n")
+}
+
+// writeInt writes n in the base, without allocating.
+func writeInt(bw *bufio.Writer, n int64, base int) {
+	if bw.Available() < 20 {
+		bw.Flush()
+	}
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, base))
 }
 
 // The Date header, formatted once a second.
@@ -466,61 +571,5 @@ func writeDate(bw *bufio.Writer) {
 	bw.WriteString(d.line)
 }
 
-// reqBody is the request body the handler reads: net/http's body reader
-// (http.ReadRequest's), which reads through the connection's buffer in the
-// connection's task, with 100-continue and the end of the handler added.
-type reqBody struct {
-	w      *response
-	src    io.ReadCloser // nil: no body
-	expect bool          // a 100 Continue is owed before the first read
-	sawEOF bool
-	closed bool // the handler closed it
-	done   bool // the handler returned
-}
-
-// Read reads the body; the first read answers Expect: 100-continue.
-func (b *reqBody) Read(p []byte) (int, error) {
-	if b.src == nil {
-		return 0, io.EOF
-	}
-	if b.done || b.closed {
-		return 0, http.ErrBodyReadAfterClose
-	}
-	if b.expect {
-		b.expect = false
-		if !b.w.committed {
-			bw := b.w.c.bw
-			bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := bw.Flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	n, err := b.src.Read(p)
-	if err == io.EOF {
-		b.sawEOF = true
-	}
-	return n, err
-}
-
-// Close marks the body closed; the server reads out what is left (up to a
-// bound) after the handler returns, to keep the connection.
-func (b *reqBody) Close() error {
-	b.closed = true
-	return nil
-}
-
-// drain reads out what the handler left of the body, up to
-// maxPostHandlerRead; it reports whether the connection can carry the
-// next request.
-func (b *reqBody) drain() bool {
-	if b.src == nil || b.sawEOF {
-		return true
-	}
-	if b.expect {
-		return false // the client waits for a 100 Continue: never read
-	}
-	_, err := io.CopyN(io.Discard, b.src, maxPostHandlerRead+1)
-	b.sawEOF = err == io.EOF
-	return b.sawEOF
-}
+// trimOWS trims optional whitespace (SP, HTAB) from both ends.
+func trimOWS(s string) string { return strings.Trim(s, " \t") }

@@ -1,17 +1,20 @@
 package whttp
 
 // The server: an accept loop in the task that calls Serve, and one task
-// per connection, under a weft.Group. All of a Serve's state is owned by
-// its loop (every task that touches it runs there), so it needs no locks.
+// per connection, under a weft.Group. The connection tasks run on their
+// connections' home loops (with several loops, not all Serve's), so what
+// Serve's task and theirs share (the serving's list of connections, a
+// connection's stop and cut-off state, a request's context) is guarded by
+// a mutex or atomic; the rest of a connection is its task's alone.
 //
-// A connection task loops: wait for the first byte of a request (idle),
-// read the request with http.ReadRequest, run the handler, finish the
-// response, and again. While idle it holds no pooled buffer: its
-// bufio.Reader and bufio.Writer go back to pools, and the wait reads into
-// a small landing buffer of the connection's own (a small request arrives
-// whole in it, so waiting costs no extra read). Responses are flushed before the task waits for
-// input, so pipelined requests get their responses in order and in as few
-// writes as can be.
+// A connection task loops: wait for the first bytes of a request (idle),
+// read its head (parse.go), run the handler, finish the response, and
+// again. While idle it holds no reqState (reuse.go): its buffers, request
+// and response go back to a pool, and the wait reads into a small landing
+// buffer of the connection's own (a small request arrives whole in it,
+// so waiting costs no extra read). Responses are flushed before the task
+// waits for input, so pipelined requests get their responses in order and
+// in as few writes as can be.
 //
 // The connection tasks are in a group with a failure handler (one
 // connection's failure is logged, and ends that connection only). Each
@@ -26,20 +29,21 @@ package whttp
 // and it is closed; Serve returns when every connection task has ended.
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -55,8 +59,9 @@ const DefaultDrainTimeout = 10 * time.Second
 // send a reset, which can destroy the response before the client reads it.
 const closeLinger = 500 * time.Millisecond
 
-// landSize is the size of a connection's landing buffer (conn.land).
-const landSize = 512
+// landSize is the size of a connection's landing buffer (conn.land): what
+// keeps a conn within the 640-byte size class (size_internal_test.go).
+const landSize = 472
 
 // maxPostHandlerRead is how much of a request body the handler left unread
 // the server reads and discards to keep the connection (net/http's figure).
@@ -75,9 +80,11 @@ type Server struct {
 	TLSConfig *tls.Config
 
 	// ReadHeaderTimeout bounds the time from the first byte of a request
-	// (for the first request: from the accept) to the end of its header; a
-	// client slower than that is cut off without a response, as net/http
-	// does. Zero: ReadTimeout applies; both zero, no limit.
+	// (for the first request: from the accept) to the end of its header. A
+	// client slower than that gets 400 Bad Request and the connection is
+	// closed, as net/http does; if no byte of the request has arrived (the
+	// first request), the connection is closed without an answer. Zero:
+	// ReadTimeout applies; both zero, no limit.
 	ReadHeaderTimeout time.Duration
 
 	// ReadTimeout bounds the reading of a whole request, body included.
@@ -91,8 +98,10 @@ type Server struct {
 	// request before it is closed. Zero: ReadTimeout; both zero, no limit.
 	IdleTimeout time.Duration
 
-	// MaxHeaderBytes bounds the request line and header; a larger one is
-	// answered 431. Zero: http.DefaultMaxHeaderBytes (1 MB).
+	// MaxHeaderBytes bounds the request line and header: past it plus 4096
+	// bytes (net/http's allowance for the request line), or when the
+	// fields take more memory than it (as net/http counts it), the request
+	// is answered 431. Zero: http.DefaultMaxHeaderBytes (1 MB).
 	MaxHeaderBytes int
 
 	// DisableKeepAlives closes each connection after one response.
@@ -103,9 +112,11 @@ type Server struct {
 	// negative: no bound.
 	DrainTimeout time.Duration
 
-	// ConnState, if not nil, is called on the loop when a connection
-	// changes state (new, active, idle, closed), as net/http's is. It must
-	// not block.
+	// ConnState, if not nil, is called in the connection's task when the
+	// connection changes state (new, active, idle, closed), as net/http's
+	// is. It must not block; with several loops, calls for different
+	// connections may run at the same time. A panic in it closes that
+	// connection only.
 	ConnState func(net.Conn, http.ConnState)
 
 	// Logger receives handler panics (with their stacks) and connection
@@ -127,6 +138,7 @@ type serving struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}         // mu: the connections not yet ended
 	idle  func(struct{}, error) bool // mu: settles the drain's wait when conns empties
+	kept  string                     // mu: the first handler found keeping its request (reuse.go)
 }
 
 // snapshot returns the connections not yet ended.
@@ -140,10 +152,15 @@ func (sv *serving) snapshot() []*conn {
 	return list
 }
 
-// Serve accepts connections on ln and serves each in a task of its own,
-// on t's loop, until t is cancelled or ln fails. It suspends t for as long
-// as it serves. One connection's failure (a bad request, a reset, a
-// handler's panic) ends that connection only.
+// Serve accepts connections on ln and serves each in a task of its own
+// until t is cancelled or ln fails. It suspends t for as long as it
+// serves. A connection's task starts on t's loop and runs on the
+// connection's home loop: with several loops (WithLoops), connections are
+// spread over them, and their handlers run in parallel (see the package
+// doc, Where handlers run). One connection's failure (a bad request, a
+// reset, a handler's panic, even a panic in the server's own code or a
+// ConnState hook) ends that connection only: it is logged, the connection
+// is closed, and Serve goes on accepting.
 //
 // Cancelling t is a graceful stop: Serve stops accepting at once (it
 // closes ln), closes idle connections, and lets requests in flight finish,
@@ -157,6 +174,10 @@ func (sv *serving) snapshot() []*conn {
 //
 // If ln fails (closed by someone else: an error matching net.ErrClosed),
 // Serve stops the same way and returns that error. Serve always closes ln.
+//
+// With the retention check on (the race detector or the weft_debug build
+// tag; see the package doc, Cost), Serve panics when it returns if a
+// handler kept its request past its return.
 func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	if ln == nil {
 		panic("whttp: Serve called with a nil listener")
@@ -180,6 +201,19 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	}
 	var lnErr error
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
+		// A panic here would be a bug of the server's own: it must not
+		// leave the listener open and the (protected) connections
+		// running, which the group would wait for. Close and cut
+		// everything, then let the panic go on.
+		defer func() {
+			if r := recover(); r != nil {
+				ln.Close()
+				for _, c := range sv.snapshot() {
+					c.cutOff()
+				}
+				panic(r)
+			}
+		}()
 		// One connection's failure ends that connection only.
 		g.Handle(func(err error) {
 			sv.log.Error("whttp: connection task failed", "addr", ln.Addr().String(), "err", err)
@@ -192,15 +226,16 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 				}
 				break
 			}
-			c := sv.newConn(wc)
-			g.Go(func(t *weft.Task) error {
-				// Protected: a graceful stop does not interrupt the
-				// handlers; the server ends each connection itself.
-				return t.Protect(c.serve)
-			})
+			sv.start(g, wc)
 		}
 		return t.Protect(sv.drain)
 	})
+	sv.mu.Lock()
+	kept := sv.kept
+	sv.mu.Unlock()
+	if kept != "" {
+		panic(kept)
+	}
 	if lnErr != nil {
 		return lnErr
 	}
@@ -208,6 +243,23 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// start serves an accepted connection in a task of its own. A panic while
+// setting it up closes that connection only.
+func (sv *serving) start(g *weft.TaskGroup, wc *weft.Conn) {
+	defer func() {
+		if r := recover(); r != nil {
+			sv.log.Error("whttp: panic starting a connection; closing it", "panic", r, "stack", string(debug.Stack()))
+			wc.Close()
+		}
+	}()
+	c := sv.newConn(wc)
+	g.Go(func(t *weft.Task) error {
+		// Protected: a graceful stop does not interrupt the handlers;
+		// the server ends each connection itself.
+		return t.Protect(c.serve)
+	})
 }
 
 // drain runs in Serve's task after the accept loop ended: it closes the
@@ -241,7 +293,7 @@ func (sv *serving) drain(t *weft.Task) error {
 		sv.log.Warn("whttp: graceful stop: drain timeout; closing busy connections",
 			"addr", sv.ln.Addr().String(), "conns", len(busy), "timeout", d)
 		for _, c := range busy {
-			c.cut(errDrainTimeout)
+			c.cutOff()
 		}
 	}
 	return nil
@@ -263,39 +315,58 @@ func serverTLSConfig(cfg *tls.Config) *tls.Config {
 func isCancellation(err error) bool { return errors.Is(err, context.Canceled) }
 
 // conn is one connection being served. Its task owns it; what Serve's
-// task touches while draining (stopIt, idle, and the cut-off's fields
-// under sv.mu) is atomic or guarded.
+// task touches while draining (stopIt, idle, and cut, cur and group
+// under mu) is atomic or guarded, and so is what a request's context reads
+// from other goroutines (gen, active, cur under mu).
 type conn struct {
 	sv     *serving
 	wc     *weft.Conn
-	nc     net.Conn // wc.NetConn(t), or a tls.Conn over it
-	tlsc   *tls.Conn
-	tlsst  *tls.ConnectionState
+	t      *weft.Task // the connection's task
+	nc     net.Conn   // wc.NetConn(t), or a tls.Conn over it
+	tls    *connTLS   // nil: plain TCP
 	remote string
-	r      connReader
-	br     *bufio.Reader // nil while idle
-	bw     *bufio.Writer // nil while idle
-	ctx    context.Context
-	cancel context.CancelCauseFunc // sv.mu: of the request in flight; nil between requests
-	group  *weft.TaskGroup         // sv.mu: the connection's requests run in it
-	cutErr error                   // sv.mu: the drain timeout cut it off
+	st     *reqState // nil while idle
 	// idle and stopIt follow a Dekker order: the connection sets idle,
 	// then reads stopIt before it waits; the stop sets stopIt, then reads
 	// idle and closes an idle connection. One of them sees the other.
 	idle   atomic.Bool // waiting for a request: the stop closes it
 	stopIt atomic.Bool // close after this response (the server stops, or an error)
-	state  http.ConnState
+	state  uint8       // an http.ConnState
+
+	mu     sync.Mutex
+	active bool            // mu (written by the task): request gen is in flight
+	cut    bool            // mu: the drain timeout cut it off (errDrainTimeout)
+	gen    uint64          // mu (written by the task): the requests begun
+	cur    *handle         // mu: its handle
+	group  *weft.TaskGroup // mu: the connection's requests run in it
+
 	// land receives the first bytes of a request while the connection is
-	// idle and holds no buffer: a small request arrives whole in it, in
+	// idle and holds no reqState: a small request arrives whole in it, in
 	// one read.
 	land [landSize]byte
 	// reqStart is when the request being read began (its first byte; for
 	// the first request, the accept), on the loop's clock.
 	reqStart time.Time
+	// rdl, wdl are the read and write deadlines last set (deadlineKey), to
+	// skip setting them again.
+	rdl, wdl int64
+	// retained: requests to check (see reuse.go); nil without the check.
+	retained *[]retained
+}
+
+// connTLS is a TLS connection's state.
+type connTLS struct {
+	conn  *tls.Conn
+	state tls.ConnectionState
 }
 
 func (sv *serving) newConn(wc *weft.Conn) *conn {
-	c := &conn{sv: sv, wc: wc, remote: wc.RemoteAddr().String()}
+	c := &conn{sv: sv, wc: wc}
+	// RemoteAddr is never nil for an accepted connection, but a nil one
+	// must not take the server down.
+	if a := wc.RemoteAddr(); a != nil {
+		c.remote = a.String()
+	}
 	sv.mu.Lock()
 	sv.conns[c] = struct{}{}
 	sv.mu.Unlock()
@@ -310,13 +381,19 @@ func (c *conn) stop() {
 	}
 }
 
-// cut ends c now: its request context and its handler's task are
-// cancelled, and its I/O fails.
-func (c *conn) cut(cause error) {
-	c.sv.mu.Lock()
-	c.cutErr = cause
-	cancel, group := c.cancel, c.group
-	c.sv.mu.Unlock()
+// cutOff ends c now: its request context (with the cause
+// errDrainTimeout) and its handler's task are cancelled, and its I/O
+// fails.
+func (c *conn) cutOff() {
+	cause := errDrainTimeout
+	c.mu.Lock()
+	c.cut = true
+	group := c.group
+	var cancel context.CancelCauseFunc
+	if h := c.cur; h != nil {
+		cancel = h.cancel
+	}
+	c.mu.Unlock()
 	if cancel != nil {
 		cancel(cause)
 	}
@@ -328,23 +405,54 @@ func (c *conn) cut(cause error) {
 
 // isCut reports whether the drain timeout cut c off.
 func (c *conn) isCut() bool {
-	c.sv.mu.Lock()
-	defer c.sv.mu.Unlock()
-	return c.cutErr != nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
 }
 
 func (c *conn) setState(s http.ConnState) {
-	c.state = s
+	c.state = uint8(s)
 	if hook := c.sv.s.ConnState; hook != nil && c.nc != nil {
 		hook(c.nc, s)
 	}
 }
 
-// serve is the connection's task.
+// serve is the connection's task. A panic anywhere in it (the handler's
+// are answered in runHandler) ends this connection only: it is logged
+// with its stack, the connection is closed, and Serve goes on.
 func (c *conn) serve(t *weft.Task) error {
 	sv := c.sv
 	defer func() {
-		c.close(t)
+		if r := recover(); r != nil {
+			sv.log.Error("whttp: panic serving a connection; closing it", "remote", c.remote,
+				"panic", r, "stack", string(debug.Stack()))
+			c.stopIt.Store(true)
+			c.abortClose()
+		}
+		c.finalize(t)
+	}()
+	c.t = t
+	c.nc = c.wc.NetConn(t)
+	c.setState(http.StateNew)
+	if c.stopIt.Load() {
+		return nil
+	}
+	// The connection's requests run in a group of their own, inside the
+	// shield of serve's caller: the drain timeout cancels it (cut).
+	return weft.Group(t, func(g *weft.TaskGroup) error {
+		c.mu.Lock()
+		c.group = g
+		c.mu.Unlock()
+		c.run(t)
+		return nil
+	})
+}
+
+// finalize closes the connection (if a panic has not already) and takes
+// it off the server's list.
+func (c *conn) finalize(t *weft.Task) {
+	sv := c.sv
+	defer func() {
 		sv.mu.Lock()
 		delete(sv.conns, c)
 		var idle func(struct{}, error) bool
@@ -356,22 +464,14 @@ func (c *conn) serve(t *weft.Task) error {
 			idle(struct{}{}, nil)
 		}
 	}()
-	c.nc = c.wc.NetConn(t)
-	c.r.c = c
-	c.r.limit = -1
-	c.setState(http.StateNew)
-	if c.stopIt.Load() {
-		return nil
-	}
-	// The connection's requests run in a group of their own, inside the
-	// shield of serve's caller: the drain timeout cancels it (cut).
-	return weft.Group(t, func(g *weft.TaskGroup) error {
-		c.sv.mu.Lock()
-		c.group = g
-		c.sv.mu.Unlock()
-		c.run(t)
-		return nil
-	})
+	defer func() {
+		if r := recover(); r != nil { // in a ConnState hook, say
+			sv.log.Error("whttp: panic closing a connection", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))
+			c.wc.Close()
+		}
+	}()
+	c.close(t)
+	c.checkRetained(true)
 }
 
 // run serves requests until the connection should end.
@@ -384,16 +484,13 @@ func (c *conn) run(t *weft.Task) {
 			return
 		}
 	}
-	ctx := context.WithValue(sv.base, http.LocalAddrContextKey, c.wc.LocalAddr())
-	c.ctx = context.WithValue(ctx, taskKey{}, t)
 	for n := 0; ; n++ {
 		if !c.waitRequest(t, n == 0) {
 			return
 		}
-		if !c.serveRequest(t) {
-			return
-		}
-		if c.stopIt.Load() || s.DisableKeepAlives {
+		ok := c.serveRequest(t)
+		c.checkRetained(false)
+		if !ok || c.stopIt.Load() || s.DisableKeepAlives {
 			return
 		}
 	}
@@ -420,11 +517,35 @@ func (s *Server) idleTimeout() time.Duration {
 	return s.ReadTimeout
 }
 
-func (s *Server) maxHeaderBytes() int64 {
+func (s *Server) maxHeaderBytes() int {
 	if s.MaxHeaderBytes > 0 {
-		return int64(s.MaxHeaderBytes)
+		return s.MaxHeaderBytes
 	}
 	return http.DefaultMaxHeaderBytes
+}
+
+// setReadDeadline sets the read deadline unless it is set already.
+func (c *conn) setReadDeadline(d time.Time) {
+	if k := deadlineKey(d); k != c.rdl {
+		c.rdl = k
+		c.wc.SetReadDeadline(d)
+	}
+}
+
+// setWriteDeadline sets the write deadline unless it is set already.
+func (c *conn) setWriteDeadline(d time.Time) {
+	if k := deadlineKey(d); k != c.wdl {
+		c.wdl = k
+		c.wc.SetWriteDeadline(d)
+	}
+}
+
+// deadlineKey is d in nanoseconds, 0 for none.
+func deadlineKey(d time.Time) int64 {
+	if d.IsZero() {
+		return 0
+	}
+	return d.UnixNano()
 }
 
 // handshake runs the TLS handshake, bounded by the header deadline.
@@ -443,7 +564,7 @@ func (c *conn) handshake(t *weft.Task, deadline time.Time) error {
 	}
 	c.wc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
-	c.tlsc, c.tlsst, c.nc = tc, &st, tc
+	c.tls, c.nc = &connTLS{conn: tc, state: st}, tc
 	return nil
 }
 
@@ -455,20 +576,22 @@ func looksLikeHTTP(hdr [5]byte) bool {
 	return false
 }
 
-// waitRequest waits for the next request to begin, holding no buffer
+// waitRequest waits for the next request to begin, holding no reqState
 // while it waits, and sets the deadline of its header. It reports false if
 // the connection should end.
 func (c *conn) waitRequest(t *weft.Task, first bool) bool {
-	if c.br != nil && c.br.Buffered() > 0 {
+	if c.st != nil && c.st.in.buffered() > 0 {
 		// A pipelined request is already here.
-		c.reqStart = t.Now()
-		c.wc.SetReadDeadline(c.headerDeadline())
+		c.markStart(t)
+		c.setReadDeadline(c.headerDeadline())
 		return true
 	}
 	if c.stopIt.Load() {
 		return false
 	}
-	c.release()
+	if c.release() != nil {
+		return false
+	}
 	var deadline time.Time
 	if first {
 		deadline = c.headerDeadline() // from the accept
@@ -476,7 +599,7 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 		deadline = t.Now().Add(d)
 	}
 	c.setState(http.StateIdle)
-	c.wc.SetReadDeadline(deadline)
+	c.setReadDeadline(deadline)
 	c.idle.Store(true)
 	if c.stopIt.Load() {
 		c.idle.Store(false)
@@ -487,55 +610,44 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 	if n == 0 || err != nil || c.stopIt.Load() {
 		return false
 	}
-	c.r.pending = c.land[:n]
 	c.setState(http.StateActive)
 	c.acquire()
+	in := &c.st.in
+	in.w = copy(in.buf, c.land[:n])
 	if !first {
-		c.reqStart = t.Now()
-		c.wc.SetReadDeadline(c.headerDeadline())
+		c.markStart(t)
+		c.setReadDeadline(c.headerDeadline())
 	}
 	return true
 }
 
-var (
-	readerPool sync.Pool
-	writerPool sync.Pool
-)
-
-// acquire gives c its buffers.
-func (c *conn) acquire() {
-	if c.br == nil {
-		if br, ok := readerPool.Get().(*bufio.Reader); ok {
-			br.Reset(&c.r)
-			c.br = br
-		} else {
-			c.br = bufio.NewReaderSize(&c.r, 4<<10)
-		}
-	}
-	if c.bw == nil {
-		if bw, ok := writerPool.Get().(*bufio.Writer); ok {
-			bw.Reset(c.nc)
-			c.bw = bw
-		} else {
-			c.bw = bufio.NewWriterSize(c.nc, 4<<10)
-		}
+// markStart notes that a request begins now, when a timeout needs to know.
+func (c *conn) markStart(t *weft.Task) {
+	if s := c.sv.s; s.ReadHeaderTimeout > 0 || s.ReadTimeout > 0 {
+		c.reqStart = t.Now()
 	}
 }
 
-// release gives c's buffers back (flushing what is written) while it has
-// nothing buffered to read.
-func (c *conn) release() {
-	if c.bw != nil {
-		c.bw.Flush()
-		c.bw.Reset(nil)
-		writerPool.Put(c.bw)
-		c.bw = nil
+// acquire gives c a reqState.
+func (c *conn) acquire() {
+	if c.st == nil {
+		c.st = getState(c.nc)
 	}
-	if c.br != nil && c.br.Buffered() == 0 {
-		c.br.Reset(nil)
-		readerPool.Put(c.br)
-		c.br = nil
+}
+
+// release sends what is written and gives c's reqState back, unless it
+// holds input not yet read.
+func (c *conn) release() error {
+	st := c.st
+	if st == nil {
+		return nil
 	}
+	err := st.bw.Flush()
+	if st.in.buffered() == 0 {
+		c.st = nil
+		putState(st)
+	}
+	return err
 }
 
 // close ends the connection. Unless it was cut off or closed while idle,
@@ -544,20 +656,20 @@ func (c *conn) release() {
 // kernel reset the connection, which can destroy a response the client has
 // not read yet.
 func (c *conn) close(t *weft.Task) {
-	if !c.isCut() && !(c.stopIt.Load() && c.state == http.StateIdle) && c.nc != nil {
-		if c.bw != nil {
-			c.bw.Flush()
+	if c.state == uint8(http.StateClosed) {
+		return // closed at once already (abortClose)
+	}
+	if !c.isCut() && !(c.stopIt.Load() && c.state == uint8(http.StateIdle)) && c.nc != nil {
+		if c.st != nil {
+			c.st.bw.Flush()
 		}
 		c.wc.SetWriteDeadline(t.Now().Add(closeLinger))
-		if c.tlsc != nil {
-			c.tlsc.CloseWrite()
+		if c.tls != nil {
+			c.tls.conn.CloseWrite()
 		} else {
 			c.wc.CloseWrite()
 		}
 		c.wc.SetReadDeadline(t.Now().Add(closeLinger))
-		if c.br != nil {
-			c.br.Discard(c.br.Buffered())
-		}
 		scratch := c.land[:]
 		for range 512 {
 			if _, err := c.nc.Read(scratch); err != nil {
@@ -565,61 +677,22 @@ func (c *conn) close(t *weft.Task) {
 			}
 		}
 	}
-	c.wc.Close()
-	c.setState(http.StateClosed)
-	c.release()
-	if c.br != nil {
-		c.br.Reset(nil)
-		readerPool.Put(c.br)
-		c.br = nil
-	}
+	c.abortClose()
 }
 
-// connReader is what the bufio.Reader reads: the connection, after the
-// byte read by the idle wait, with a limit while a header is read. Before
-// it waits for input it flushes the response written so far, so that a
-// client never waits for a response the server holds.
-type connReader struct {
-	c       *conn
-	pending []byte // read by the idle wait, not yet passed on
-	limit   int64  // bytes left before the header is too large; < 0 no limit
-	hit     bool   // the limit was reached
-	err     error  // the last read's error (a timeout, the end, a reset)
-}
-
-func (r *connReader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if r.limit == 0 {
-		r.hit = true
-		return 0, io.EOF
-	}
-	if r.limit > 0 && int64(len(p)) > r.limit {
-		p = p[:r.limit]
-	}
-	if len(r.pending) > 0 {
-		n := copy(p, r.pending)
-		r.pending = r.pending[n:]
-		r.count(n)
-		return n, nil
-	}
-	if bw := r.c.bw; bw != nil && bw.Buffered() > 0 {
-		if err := bw.Flush(); err != nil {
-			return 0, err
+// abortClose closes the connection at once, sending what is written, and
+// gives its state back.
+func (c *conn) abortClose() {
+	if st := c.st; st != nil {
+		c.st = nil
+		if c.nc != nil && !c.isCut() {
+			st.bw.Flush()
 		}
+		putState(st)
 	}
-	n, err := r.c.nc.Read(p)
-	r.count(n)
-	if err != nil {
-		r.err = err
-	}
-	return n, err
-}
-
-func (r *connReader) count(n int) {
-	if r.limit > 0 {
-		r.limit -= int64(n)
+	c.wc.Close()
+	if c.state != uint8(http.StateClosed) {
+		c.setState(http.StateClosed)
 	}
 }
 
@@ -627,101 +700,230 @@ func (r *connReader) count(n int) {
 // connection may carry another.
 func (c *conn) serveRequest(t *weft.Task) bool {
 	s := c.sv.s
-	c.r.limit = s.maxHeaderBytes() + 4096 // net/http's allowance for the request line
-	c.r.hit = false
-	c.r.err = nil
-	req, err := http.ReadRequest(c.br)
-	hit := c.r.hit
-	c.r.limit = -1
-	if err != nil {
-		return c.badRequest(err, hit)
+	st := c.st
+	head, herr := c.readHead()
+	if herr != nil {
+		return c.refuse(herr)
 	}
 	// The header is read: the read deadline is now ReadTimeout's alone.
 	if d := s.ReadTimeout; d > 0 {
-		c.wc.SetReadDeadline(c.reqStart.Add(d))
+		c.setReadDeadline(c.reqStart.Add(d))
 	} else {
-		c.wc.SetReadDeadline(time.Time{})
+		c.setReadDeadline(time.Time{})
 	}
 	if d := s.WriteTimeout; d > 0 {
-		c.wc.SetWriteDeadline(t.Now().Add(d))
+		c.setWriteDeadline(t.Now().Add(d))
 	} else {
-		c.wc.SetWriteDeadline(time.Time{})
+		c.setWriteDeadline(time.Time{})
 	}
-	if code, msg := checkRequest(req); code != 0 {
-		c.writeError(code, msg)
-		return false
+	hdr := st.header()
+	h, herr := parseHead(head, hdr, &st.alloc, s.maxHeaderBytes())
+	if herr != nil {
+		return c.refuse(herr)
 	}
-	return c.handle(t, req)
+	req := st.request()
+	u, err := parseTarget(st.urlFor(), h.method, h.target)
+	if err != nil {
+		return c.refuse(badHead("invalid request target: " + err.Error()))
+	}
+	req.Method = h.method
+	req.URL = u
+	req.Proto, req.ProtoMajor, req.ProtoMinor = h.proto, h.major, h.minor
+	req.Header = hdr
+	req.RequestURI = h.target
+	req.RemoteAddr = c.remote
+	if c.tls != nil {
+		req.TLS = &c.tls.state
+	}
+	req.Host = u.Host // the absolute form's wins (RFC 9112 section 3.2.2)
+	if req.Host == "" {
+		req.Host = h.host
+	}
+	if h.pragmaNoCache && !h.cacheControl { // as net/http does
+		hdr["Cache-Control"] = []string{"no-cache"}
+	}
+	// Persistence (RFC 9112 section 9.3).
+	if h.minor == 0 {
+		req.Close = h.connClose || !h.keepAlive
+	} else {
+		req.Close = h.connClose
+	}
+	// Framing (RFC 9112 section 6).
+	var body *reqBody
+	switch {
+	case h.tes > 0 && h.minor == 0:
+		// Faulty framing in HTTP/1.0 (section 6.1): the body is what
+		// Content-Length says, and the connection ends after this.
+		delete(hdr, "Transfer-Encoding")
+		req.Close = true
+		body = c.fixedBody(h.contentLength)
+	case h.tes > 0:
+		delete(hdr, "Transfer-Encoding")
+		if h.cls > 0 {
+			// Both: chunked framing, then close (section 6.1).
+			delete(hdr, "Content-Length")
+			req.Close = true
+		}
+		st.te[0] = "chunked"
+		req.TransferEncoding = st.te[:1:1]
+		req.ContentLength = -1
+		body = &reqBody{c: c, gen: c.gen + 1, chunked: true, trailer: &req.Trailer}
+		if h.trailer {
+			tr, herr := declaredTrailer(hdr)
+			if herr != nil {
+				return c.refuse(herr)
+			}
+			req.Trailer = tr
+		}
+	default:
+		body = c.fixedBody(h.contentLength)
+	}
+	if body != nil {
+		req.Body = body
+		if !body.chunked {
+			req.ContentLength = body.left
+		}
+	} else {
+		req.Body = http.NoBody
+	}
+	return c.handle(t, req, body, h.expect)
 }
 
-// checkRequest applies the checks net/http's server makes beyond
-// http.ReadRequest's parsing (which has already moved the Host header to
-// req.Host, and refused more than one).
-func checkRequest(req *http.Request) (int, string) {
-	if req.ProtoMajor != 1 {
-		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+// fixedBody returns the body of a request framed by Content-Length n (-1:
+// none), nil for none.
+func (c *conn) fixedBody(n int64) *reqBody {
+	if n <= 0 {
+		return nil
 	}
-	if req.URL.Host == "" { // the Host header's, not the absolute URL's
-		if req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != "CONNECT" {
-			return http.StatusBadRequest, "missing required Host header"
-		}
-		if !validHost(req.Host) {
-			return http.StatusBadRequest, "malformed Host header"
+	return &reqBody{c: c, gen: c.gen + 1, left: n}
+}
+
+// declaredTrailer returns the Trailer fields a chunked request declares,
+// as net/http's: canonical names with no values yet; the framing fields
+// are refused.
+func declaredTrailer(hdr http.Header) (http.Header, *headError) {
+	vv := hdr["Trailer"]
+	delete(hdr, "Trailer")
+	var tr http.Header
+	for _, v := range vv {
+		for k := range strings.SplitSeq(v, ",") {
+			k = strings.Trim(k, " \t")
+			if k == "" {
+				continue
+			}
+			k = http.CanonicalHeaderKey(k)
+			switch k {
+			case "Transfer-Encoding", "Trailer", "Content-Length":
+				return nil, badHead("bad trailer key " + k)
+			}
+			if tr == nil {
+				tr = make(http.Header)
+			}
+			tr[k] = nil
 		}
 	}
-	for k, vv := range req.Header {
-		for _, v := range vv {
-			if !validHeaderValue(v) {
-				return http.StatusBadRequest, "invalid header value for " + k
+	return tr, nil
+}
+
+// errHeadTooLarge, errBareLF: what readHead finds in the bytes.
+var (
+	errHeadTooLarge = &headError{code: http.StatusRequestHeaderFieldsTooLarge, reason: "request head too large"}
+	errBareLF       = badHead("line ends with a bare LF")
+	errBareCRStart  = badHead("bare CR before the request line")
+)
+
+// readHead reads a request head, from its request line to the empty line
+// that ends it, skipping empty lines before it (RFC 9112 section 2.2), and
+// returns it as a string. It checks that every LF follows a CR and that
+// the head (with the empty lines before it) stays within MaxHeaderBytes
+// plus 4096 bytes (net/http's allowance for the request line); on an I/O
+// error (the client stopped or was too slow) it returns a headError whose
+// code is 0 for nothing to answer, or 400 when part of a request had
+// arrived.
+func (c *conn) readHead() (string, *headError) {
+	in := &c.st.in
+	limit := c.sv.s.maxHeaderBytes() + 4096
+	skipped := 0   // empty lines before the request line
+	scan := 0      // bytes after in.r already looked at for LF
+	lineStart := 0 // where the current line begins, after in.r
+	for {
+		buf := in.buf[in.r:in.w]
+		if scan == 0 {
+			// Empty lines before the request line.
+			for len(buf) >= 2 && buf[0] == '\r' && buf[1] == '\n' {
+				in.r += 2
+				skipped += 2
+				buf = buf[2:]
+			}
+			if len(buf) > 0 && buf[0] == '\n' {
+				return "", errBareLF
+			}
+			if len(buf) >= 2 && buf[0] == '\r' {
+				return "", errBareCRStart
+			}
+			if skipped > limit {
+				return "", errHeadTooLarge
+			}
+			if len(buf) > 0 && buf[0] == '\r' {
+				buf = buf[:0] // a CR alone: wait for what follows it
 			}
 		}
-	}
-	return 0, ""
-}
-
-// validHeaderValue reports whether v has no control characters other than
-// horizontal tab (RFC 9110, section 5.5).
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
-			return false
+		for scan < len(buf) {
+			i := bytes.IndexByte(buf[scan:], '\n')
+			if i < 0 {
+				scan = len(buf)
+				break
+			}
+			p := scan + i
+			if p == 0 || buf[p-1] != '\r' {
+				return "", errBareLF
+			}
+			if p-1 == lineStart && lineStart > 0 {
+				// The empty line: the head is buf[:p+1].
+				s := c.st.headString(buf[:p+1])
+				in.r += p + 1
+				return s, nil
+			}
+			lineStart = p + 1
+			scan = p + 1
+		}
+		if len(buf)+skipped > limit {
+			return "", errHeadTooLarge
+		}
+		if in.w == len(in.buf) {
+			if in.r > 0 {
+				in.w = copy(in.buf, in.buf[in.r:in.w])
+				in.r = 0
+			} else {
+				// Grow, up to the limit.
+				nb := make([]byte, min(2*len(in.buf), limit+1))
+				in.w = copy(nb, in.buf[in.r:in.w])
+				in.r = 0
+				in.buf = nb
+			}
+		}
+		if err := c.fill(); err != nil {
+			// Part of a request has arrived (the idle wait read some):
+			// answer 400, as net/http does, unless the client is gone.
+			if isClosedOrReset(err) {
+				return "", &headError{reason: "reading the request head: " + err.Error()}
+			}
+			return "", &headError{code: http.StatusBadRequest, reason: "request head incomplete: " + err.Error()}
 		}
 	}
-	return true
 }
 
-// validHost reports whether h is a plausible Host header: no control
-// characters, spaces or characters outside what a host and port use.
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		b := h[i]
-		switch {
-		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", b) >= 0:
-		case b >= 0x80: // internationalised names, as net/http allows
-		default:
-			return false
-		}
-	}
-	return true
+// isClosedOrReset reports whether err means nobody can read an answer.
+func isClosedOrReset(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || isCancellation(err)
 }
 
-// badRequest answers a request that could not be read, as net/http does:
-// nothing for a connection that ended or timed out, 431 for a header over
-// the limit, 501 for an unknown transfer coding, 400 otherwise.
-func (c *conn) badRequest(err error, tooLarge bool) bool {
-	if rerr := c.r.err; rerr != nil {
-		err = rerr // the parser saw the input cut short by this
-	}
-	switch {
-	case tooLarge:
-		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isTimeout(err), isNetError(err):
-		// The client went away or was too slow: nobody to answer.
-	case strings.Contains(err.Error(), "unsupported transfer encoding"):
-		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
-	default:
-		c.writeError(http.StatusBadRequest, "")
+// refuse answers a request the server will not serve, and reports false:
+// the connection ends.
+func (c *conn) refuse(e *headError) bool {
+	c.sv.log.Debug("whttp: refused a request", "remote", c.remote, "status", e.code, "reason", e.reason)
+	if e.code != 0 {
+		c.writeError(e.code, "")
 	}
 	return false
 }
@@ -731,80 +933,100 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func isNetError(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe)
-}
-
 // writeError writes a short plain-text error response and marks the
 // connection for closing.
 func (c *conn) writeError(code int, msg string) {
 	c.stopIt.Store(true)
-	text := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	text := strconv.Itoa(code) + " " + http.StatusText(code)
 	body := text
 	if msg != "" {
 		body += ": " + msg
 	}
-	fmt.Fprintf(c.bw, "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		text, len(body), body)
-	c.bw.Flush()
+	bw := c.st.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(text)
+	bw.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ")
+	bw.WriteString(strconv.Itoa(len(body)))
+	bw.WriteString("\r\nConnection: close\r\n\r\n")
+	bw.WriteString(body)
+	bw.Flush()
 }
 
 // handle runs the handler on req and finishes the response. It reports
 // whether the connection may carry another request.
-func (c *conn) handle(t *weft.Task, req *http.Request) bool {
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	c.sv.mu.Lock()
-	c.cancel = cancel
-	c.sv.mu.Unlock()
+func (c *conn) handle(t *weft.Task, req *http.Request, body *reqBody, expect string) bool {
+	hd := c.beginRequest()
+	req = setContext(req, hd)
+	w := &c.st.resp
+	w.reset(c, req, body)
 	defer func() {
-		cancel(context.Canceled)
-		c.sv.mu.Lock()
-		c.cancel = nil
-		c.sv.mu.Unlock()
+		w.release()
+		c.endRequest()
+		if body != nil {
+			body.trailer = nil // the request is over: no reference to it
+		}
+		c.noteReturned(req)
 	}()
-	req = req.WithContext(ctx)
-	req.RemoteAddr = c.remote
-	req.TLS = c.tlsst
-	w := newResponse(c, req)
-	if expect := req.Header.Get("Expect"); expect != "" {
+	if expect != "" {
 		if !strings.EqualFold(expect, "100-continue") {
 			c.writeError(http.StatusExpectationFailed, "")
 			return false
 		}
-		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
-			w.body.expect = true
+		if body != nil && req.ProtoAtLeast(1, 1) {
+			body.expect = true
 		}
 	}
-	if !c.runHandler(t, w, req) {
+	if !c.runHandler(t, hd, w, req) {
 		return false
 	}
-	w.finish()
-	w.body.done = true
+	if !w.finish() {
+		c.abortClose()
+		return false
+	}
 	return !w.closeAfter && !c.isCut()
 }
 
 // runHandler calls the handler, turning a panic into a 500 (if nothing
 // was sent yet) and a log entry with the stack. It reports false if the
-// handler panicked: the connection is then closed.
-func (c *conn) runHandler(t *weft.Task, w *response, req *http.Request) (ok bool) {
+// handler panicked: the connection is then closed, at once if the response
+// had begun (the client sees it cut short).
+func (c *conn) runHandler(t *weft.Task, hd *handle, w *response, req *http.Request) (ok bool) {
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
 		}
-		w.body.done = true
 		if r != http.ErrAbortHandler {
 			c.sv.log.Error("whttp: panic serving request", "remote", c.remote,
 				"method", req.Method, "uri", req.RequestURI, "panic", r, "stack", string(debug.Stack()))
 		}
-		if !w.committed && !c.isCut() {
-			c.bw.Reset(c.nc) // drop anything half-written
-			c.writeError(http.StatusInternalServerError, "")
-		}
+		w.done = true
 		c.stopIt.Store(true)
+		if !w.committed && !c.isCut() {
+			c.writeError(http.StatusInternalServerError, "")
+		} else if w.committed {
+			if r != http.ErrAbortHandler {
+				c.sv.log.Error("whttp: closing the connection: the handler panicked after the response began",
+					"remote", c.remote, "method", req.Method, "uri", req.RequestURI)
+			}
+			c.abortClose()
+		}
 		ok = false
 	}()
-	c.sv.handler.ServeHTTP(t, w, req)
+	if req.RequestURI == "*" && req.Method == http.MethodOptions {
+		serveOptionsStar(hd, req)
+	} else {
+		c.sv.handler.ServeHTTP(t, hd, req)
+	}
 	return true
+}
+
+// serveOptionsStar answers OPTIONS * for the server itself, as net/http
+// does (the handler does not see it): 200, no body; a body past 4 KB
+// ends the connection.
+func serveOptionsStar(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10))
+	}
 }

@@ -16,6 +16,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == clientMode {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// The tour's programs are one loop's programs (their output is one
+	// loop's order, and they share state between tasks as one loop
+	// allows): CI's several-loops pass (WEFT_LOOPS with the weft_envloops
+	// tag) must not put them on several.
+	os.Setenv("WEFT_LOOPS", "1")
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,0 +1,194 @@
+package whttp
+
+// handle is what a handler gets of its request besides r: the
+// http.ResponseWriter w, and r.Context(). It is the one object allocated
+// for every request (everything else is reused), and it stays valid for
+// what it promises after the request ends: as a ResponseWriter it refuses
+// to write (the response state it points to is reused by the next
+// request), as a context it is done, with Err context.Canceled.
+//
+// The context costs nothing until it is asked to wait: Done creates a
+// real context (context.WithCancelCause) for the request, which the end of
+// the request (or the drain timeout) cancels; Err, Value and Deadline need
+// none. Its values are those of Serve's task's context, the connection's
+// task (TaskOf) and http.LocalAddrContextKey.
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+type handle struct {
+	c   *conn
+	gen uint64 // the request's number on c
+	// c.mu: the request's context, made by the first Done.
+	real   context.Context
+	cancel context.CancelCauseFunc
+}
+
+// live returns the response of h's request, or nil once it has ended. Only
+// the connection's task calls it (the writer's methods), and only that
+// task changes c.gen and c.active: no lock.
+func (h *handle) live() *response {
+	if c := h.c; c.gen == h.gen && c.active {
+		return &c.st.resp
+	}
+	return nil
+}
+
+// Header returns the response header (see response.Header). After the
+// handler returned it is a throwaway header.
+func (h *handle) Header() http.Header {
+	if w := h.live(); w != nil {
+		return w.Header()
+	}
+	return http.Header{}
+}
+
+// Write writes body bytes (see response.Write).
+func (h *handle) Write(p []byte) (int, error) {
+	if w := h.live(); w != nil {
+		return w.Write(p)
+	}
+	return 0, errWriteAfterHandler
+}
+
+// WriteString is Write for a string, without copying it.
+func (h *handle) WriteString(s string) (int, error) {
+	if w := h.live(); w != nil {
+		return w.WriteString(s)
+	}
+	return 0, errWriteAfterHandler
+}
+
+// WriteHeader sends the status code with the header (see
+// response.WriteHeader).
+func (h *handle) WriteHeader(code int) {
+	if w := h.live(); w != nil {
+		w.WriteHeader(code)
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("invalid WriteHeader code " + strconv.Itoa(code))
+	}
+}
+
+// Flush sends what is written so far (http.Flusher).
+func (h *handle) Flush() { h.FlushError() }
+
+// FlushError is Flush, returning the write error if any (for
+// http.ResponseController).
+func (h *handle) FlushError() error {
+	if w := h.live(); w != nil {
+		return w.FlushError()
+	}
+	return errWriteAfterHandler
+}
+
+// SetReadDeadline sets the connection's read deadline, for
+// http.ResponseController.
+func (h *handle) SetReadDeadline(d time.Time) error {
+	if h.live() == nil {
+		return errWriteAfterHandler
+	}
+	return h.c.wc.SetReadDeadline(d)
+}
+
+// SetWriteDeadline sets the connection's write deadline, for
+// http.ResponseController.
+func (h *handle) SetWriteDeadline(d time.Time) error {
+	if h.live() == nil {
+		return errWriteAfterHandler
+	}
+	return h.c.wc.SetWriteDeadline(d)
+}
+
+// The context.Context methods: from any goroutine.
+
+// Deadline returns the deadline of Serve's context: none.
+func (h *handle) Deadline() (time.Time, bool) { return h.c.sv.base.Deadline() }
+
+// closedDone is the Done channel of a request's context asked for the
+// first time after the request ended.
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done returns a channel closed when the request ends (the handler
+// returned) or is cut off by the drain timeout.
+func (h *handle) Done() <-chan struct{} {
+	c := h.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.real == nil {
+		if c.gen != h.gen || !c.active {
+			return closedDone
+		}
+		h.real, h.cancel = context.WithCancelCause(c.sv.base)
+		if c.cut {
+			h.cancel(errDrainTimeout)
+		}
+	}
+	return h.real.Done()
+}
+
+// Err returns nil while the request runs, then context.Canceled.
+func (h *handle) Err() error {
+	c := h.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case h.real != nil:
+		return h.real.Err()
+	case c.gen != h.gen || !c.active || c.cut:
+		return context.Canceled
+	}
+	return nil
+}
+
+// Value returns the connection's task for TaskOf, the local address for
+// http.LocalAddrContextKey, and otherwise what Serve's context holds.
+func (h *handle) Value(key any) any {
+	c := h.c
+	switch key {
+	case taskKey{}:
+		return c.t
+	case http.LocalAddrContextKey:
+		return c.wc.LocalAddr()
+	}
+	c.mu.Lock()
+	real := h.real
+	c.mu.Unlock()
+	if real != nil {
+		return real.Value(key) // context.Cause finds the real context's cause here
+	}
+	return c.sv.base.Value(key)
+}
+
+// endRequest marks the request in flight ended: its handle stops writing,
+// its context is done.
+func (c *conn) endRequest() {
+	c.mu.Lock()
+	c.active = false
+	h := c.cur
+	c.cur = nil
+	var cancel context.CancelCauseFunc
+	if h != nil {
+		cancel = h.cancel
+	}
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(context.Canceled)
+	}
+}
+
+// beginRequest starts request number c.gen+1 and returns its handle.
+func (c *conn) beginRequest() *handle {
+	h := &handle{c: c, gen: c.gen + 1}
+	c.mu.Lock()
+	c.gen = h.gen
+	c.active = true
+	c.cur = h
+	c.mu.Unlock()
+	return h
+}

@@ -1,0 +1,212 @@
+package whttp
+
+// What a connection reuses from one request to the next, and the check
+// that a handler does not keep it.
+//
+// While a request is in flight its connection holds a reqState: the input
+// buffer, the output writer, the *http.Request with its URL and header
+// map, the value slices of the header, and the response with its header
+// map. The connection gives it back to a pool when it waits for the next
+// request with nothing buffered (an idle connection holds none), and takes
+// one when input arrives. So the *http.Request a handler receives, its
+// Header, URL and their contents, and the ResponseWriter's Header are
+// reused for a later request, on this or another connection, once the
+// handler has returned: a handler must not keep them (see Handler). What
+// is made for each request stays valid: r.Context() and the
+// ResponseWriter (one object; after the request it is done, and refuses to
+// write), r.Body (it then returns http.ErrBodyReadAfterClose), r.Trailer,
+// and every string.
+//
+// The check: with the race detector on (go test -race) or the build tag
+// weft_debug, nothing is reused, and the server verifies that the
+// requests its handlers received became unreachable after they returned
+// (weak pointers, checked after a garbage collection at the end of each
+// connection and every 16 requests). A request still reachable is a
+// handler that kept it: the server logs it at Error level at once, and
+// Serve panics with the first such report when it returns, so a test
+// that runs the handler fails.
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"reflect"
+	"runtime"
+	"sync"
+	"unsafe"
+	"weak"
+)
+
+// reqState is what a connection holds while a request is in flight.
+type reqState struct {
+	in    inbuf
+	bw    *bufio.Writer
+	req   *http.Request
+	url   url.URL
+	hdr   http.Header
+	alloc headAlloc
+	te    [1]string
+	resp  response
+	// prevHead is the last head read into this state, as a string: an
+	// identical head (a keep-alive client repeating its request) reuses
+	// it rather than copying the bytes again. Strings are immutable, so
+	// sharing one is always safe.
+	prevHead string
+}
+
+// outSize is the output buffer's size: a response up to this (header and
+// body together) goes out in one write.
+const outSize = 8 << 10
+
+// maxCachedHead bounds the head kept for reuse (prevHead).
+const maxCachedHead = 4 << 10
+
+var statePool sync.Pool
+
+// getState returns a reqState writing to dst.
+func getState(dst net.Conn) *reqState {
+	st, _ := statePool.Get().(*reqState)
+	if st == nil {
+		st = &reqState{in: inbuf{buf: make([]byte, inSize)}, bw: bufio.NewWriterSize(dst, outSize)}
+		return st
+	}
+	st.bw.Reset(dst)
+	return st
+}
+
+// putState gives st back; it holds no input, and its output is flushed.
+// What it refers to of its last request (the connection, through the
+// request's context) is dropped, so that the pool keeps no connection.
+func putState(st *reqState) {
+	st.bw.Reset(nil)
+	if st.req != nil {
+		*st.req = http.Request{}
+	}
+	if len(st.in.buf) != inSize {
+		st.in.buf = make([]byte, inSize) // a large head grew it for one request
+	}
+	st.in.r, st.in.w = 0, 0
+	statePool.Put(st)
+}
+
+// request returns the request to fill: st's, zeroed (every field, those
+// http.ServeMux sets included), or a new one when the check is on.
+func (st *reqState) request() *http.Request {
+	if checkRetention {
+		return new(http.Request) // st keeps no reference to it
+	}
+	if st.req == nil {
+		st.req = new(http.Request)
+	} else {
+		*st.req = http.Request{}
+	}
+	return st.req
+}
+
+// header returns an empty header map for the request, and resets the
+// value slices.
+func (st *reqState) header() http.Header {
+	if checkRetention || st.hdr == nil || len(st.hdr) > 64 {
+		st.hdr = make(http.Header, 8)
+		st.alloc.vals = nil
+	} else {
+		clear(st.hdr)
+		clear(st.alloc.vals)
+		st.alloc.vals = st.alloc.vals[:0]
+	}
+	return st.hdr
+}
+
+// urlFor returns the URL to fill for the request.
+func (st *reqState) urlFor() *url.URL {
+	if checkRetention {
+		return new(url.URL)
+	}
+	return &st.url
+}
+
+// headString returns b as a string, reusing the last head's when equal.
+func (st *reqState) headString(b []byte) string {
+	if string(b) == st.prevHead {
+		return st.prevHead
+	}
+	s := string(b)
+	if len(s) <= maxCachedHead {
+		st.prevHead = s
+	}
+	return s
+}
+
+// ctxOffset is where http.Request keeps its context (the unexported field
+// ctx, which only WithContext sets, by copying the whole request):
+// setContext writes it in place so that a reused request costs no copy.
+// Found by reflection; if a Go release renames or retypes it, setContext
+// falls back to WithContext.
+var ctxOffset = func() uintptr {
+	f, ok := reflect.TypeFor[http.Request]().FieldByName("ctx")
+	if !ok || f.Type != reflect.TypeFor[context.Context]() {
+		return 0
+	}
+	return f.Offset
+}()
+
+// setContext makes ctx r's context and returns r (or, in the fallback, a
+// copy of r with it).
+func setContext(r *http.Request, ctx context.Context) *http.Request {
+	if ctxOffset == 0 {
+		return r.WithContext(ctx)
+	}
+	*(*context.Context)(unsafe.Add(unsafe.Pointer(r), ctxOffset)) = ctx
+	return r
+}
+
+// retained is a request a handler was given, to check once it returned.
+type retained struct {
+	req  weak.Pointer[http.Request]
+	url  weak.Pointer[url.URL]
+	what string
+}
+
+// checkEvery is how many requests a connection checks at a time.
+const checkEvery = 16
+
+// noteReturned records req, whose handler returned, for the check.
+func (c *conn) noteReturned(req *http.Request) {
+	if !checkRetention {
+		return
+	}
+	if c.retained == nil {
+		c.retained = new([]retained)
+	}
+	*c.retained = append(*c.retained, retained{req: weak.Make(req), url: weak.Make(req.URL), what: req.Method + " " + req.RequestURI})
+}
+
+// checkRetained reports the requests still reachable, after a collection:
+// at once if final, else when checkEvery have gathered.
+func (c *conn) checkRetained(final bool) {
+	if !checkRetention || c.retained == nil || !final && len(*c.retained) < checkEvery {
+		return
+	}
+	runtime.GC()
+	for _, r := range *c.retained {
+		if r.req.Value() != nil || r.url.Value() != nil {
+			c.sv.handlerKept(r.what)
+		}
+	}
+	clear(*c.retained)
+	*c.retained = (*c.retained)[:0]
+}
+
+// handlerKept reports a handler that kept its request.
+func (sv *serving) handlerKept(what string) {
+	msg := "whttp: a handler kept the *http.Request (or its URL) of " + what +
+		" after it returned; the server reuses them for later requests: pass r.Clone(ctx) to what outlives the handler"
+	sv.log.Error(msg)
+	sv.mu.Lock()
+	if sv.kept == "" {
+		sv.kept = msg
+	}
+	sv.mu.Unlock()
+}

@@ -10,6 +10,17 @@ package weft
 // an edge then means "try again". Because the loop runs one task at a time,
 // an edge that comes after the EAGAIN is always collected by a later poll,
 // after the waiter is registered: no wakeup is lost.
+//
+// A watched fd also remembers whether an edge for reading came since its
+// reader last drained it (readable): a stream read that returned less
+// than its buffer, or EAGAIN, drained the socket, and the next read then
+// waits for an edge first instead of asking the kernel for nothing (one
+// system call saved per request on a request/response connection). The
+// bit is set by every Read report the poller gives, and cleared only by a
+// read that ran after every report collected so far: data that arrives
+// after that read brings an edge of its own, which a later poll collects,
+// so "wait first" never sleeps on data already signalled. A hang-up or
+// error (poller.Hangup) sets it for good, since no edge follows one.
 
 import (
 	"os"
@@ -21,6 +32,10 @@ import (
 type fdWaiters struct {
 	readers, writers []*Task
 	watched          bool // registered edge-triggered for its life (see above)
+	// drained: the reader found nothing more to read and no Read edge has
+	// come since (see above); hungUp: a hang-up or error was reported, so
+	// drained is never set again. Watched fds only; loop-owned.
+	drained, hungUp bool
 }
 
 type fdTable struct {
@@ -75,16 +90,26 @@ func (ft *fdTable) remove(l *loop, t *Task) {
 	}
 }
 
-// watch registers fd, which the I/O layer owns, edge-triggered.
-func (ft *fdTable) watch(l *loop, fd int) error {
+// watch registers fd, which the I/O layer owns, edge-triggered, and
+// returns its entry, which stays the same until unwatch.
+func (ft *fdTable) watch(l *loop, fd int) (*fdWaiters, error) {
 	if err := l.poller.Watch(fd); err != nil {
-		return err
+		return nil, err
 	}
 	if ft.byFD == nil {
 		ft.byFD = make(map[int]*fdWaiters)
 	}
-	ft.byFD[fd] = &fdWaiters{watched: true}
-	return nil
+	w := &fdWaiters{watched: true}
+	ft.byFD[fd] = w
+	return w, nil
+}
+
+// drain records that a read of the watched fd of w found it empty: the
+// next read waits for an edge first, unless the fd has hung up.
+func (w *fdWaiters) drain() {
+	if !w.hungUp {
+		w.drained = true
+	}
 }
 
 // unwatch withdraws a watched fd before it is closed, waking its waiters
@@ -118,6 +143,10 @@ func (ft *fdTable) wake(l *loop, fd int, ready poller.Mode) {
 		return
 	}
 	if ready&poller.Read != 0 {
+		w.drained = false
+		if ready&poller.Hangup != 0 {
+			w.hungUp = true
+		}
 		for _, t := range w.readers {
 			l.ready(t)
 		}

@@ -47,6 +47,9 @@ type netFD struct {
 	unlink  string // a Unix socket file to remove when a listener closes
 	closing atomic.Bool
 	dl      *connDeadlines // a stream's deadlines; set once, before any I/O
+	// w is fd's entry in its home loop's fd table, set there by the watch
+	// (home-loop-owned: read only by a task running on fd.loop).
+	w *fdWaiters
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -62,16 +65,21 @@ func newNetFD(t *Task, fd int, kind fdKind, network string) (*netFD, error) {
 func newNetFDOn(t *Task, home *loop, fd int, kind fdKind, network string) (*netFD, error) {
 	nfd := &netFD{loop: home, fd: fd, kind: kind, network: network}
 	if home == t.loop {
-		if err := home.fds.watch(home, fd); err != nil {
+		w, err := home.fds.watch(home, fd)
+		if err != nil {
 			unix.Close(fd)
 			return nil, os.NewSyscallError("epoll_ctl", err)
 		}
+		nfd.w = w
 		return nfd, nil
 	}
 	home.post(func() {
-		if err := home.fds.watch(home, fd); err != nil {
+		w, err := home.fds.watch(home, fd)
+		if err != nil {
 			nfd.close()
+			return
 		}
+		nfd.w = w
 	})
 	return nfd, nil
 }
@@ -120,14 +128,33 @@ func (fd *netFD) bindDeadlines(dl *connDeadlines) { fd.dl = dl }
 // homeLoop is the loop fd is registered on.
 func (fd *netFD) homeLoop() *loop { return fd.loop }
 
+// read reads a stream (a connected socket or a pipe). A read that
+// returned less than b drained the fd, so the next one waits for an edge
+// before it asks the kernel (see fdTable): on a request/response
+// connection that saves the read that would find nothing.
 func (fd *netFD) read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	waited := false
 	for {
 		if fd.closing.Load() {
 			return 0, fd.opErr("read", net.ErrClosed)
 		}
+		// A pipe's reader may run on another loop than the fd's home (it
+		// moves there only to wait), and a woken one may be handed over.
+		var w *fdWaiters
+		if t.loop == fd.loop {
+			w = fd.w // nil until the watch ran on the home loop
+		}
+		if w != nil && w.drained && !waited {
+			if err := fd.wait(t, poller.Read); err != nil {
+				return 0, fd.opErr("read", err)
+			}
+			waited = true // one try whatever woke the wait
+			continue
+		}
+		waited = false
 		n, err := unix.Read(fd.fd, b)
 		switch err {
 		case nil:
@@ -135,10 +162,16 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 			if n == 0 {
 				return 0, io.EOF
 			}
+			if w != nil && n < len(b) {
+				w.drain()
+			}
 			return n, nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if w != nil {
+				w.drain()
+			}
 			if err := fd.wait(t, poller.Read); err != nil {
 				return 0, fd.opErr("read", err)
 			}

@@ -41,7 +41,12 @@ func startChild(kind string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, serveMode, kind, "127.0.0.1:0")
+	return startChildCmd(kind, exec.Command(exe, serveMode, kind, "127.0.0.1:0"))
+}
+
+// startChildCmd is startChild with the command given: another binary, a
+// wrapper such as taskset, another environment.
+func startChildCmd(kind string, cmd *exec.Cmd) (*child, error) {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -254,7 +254,11 @@ func (p *epoll) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
 		if kev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			ready |= Write
 		}
-		if e := p.fds[fd]; e != nil && !e.watched {
+		e := p.fds[fd]
+		if e != nil && e.watched && kev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			ready |= Hangup
+		}
+		if e != nil && !e.watched {
 			// One-shot: the kernel disabled the registration. Report only
 			// what was armed; re-arm whatever is still wanted.
 			ready &= e.armed

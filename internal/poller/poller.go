@@ -18,7 +18,10 @@
 //  4. Watch (where Caps().Edge is true) registers fd for edge-triggered
 //     reports in both directions until Unwatch: a report means the state may
 //     have changed, and the loop retries its system call to find out. An fd
-//     is either armed or watched, never both.
+//     is either armed or watched, never both. A watched fd's report adds
+//     Hangup to Read when the peer hung up or an error is pending (epoll's
+//     RDHUP, HUP, ERR): no further edge may come for it, so whoever keeps
+//     "readable since the last drain" state must keep it set for good.
 //  5. Wait blocks for at most timeout (negative: no limit; zero: do not
 //     block), appends what it found to evs and returns it. Errors and
 //     hang-ups are reported as readiness in both directions, so that the
@@ -46,6 +49,10 @@ type Mode uint8
 const (
 	Read Mode = 1 << iota
 	Write
+	// Hangup comes with Read in a watched fd's report when the peer has
+	// hung up or an error is pending: a state that stays, so a reader
+	// must never again wait for an edge before it tries its call.
+	Hangup
 )
 
 // Event reports readiness of Fd for the modes in Ready.

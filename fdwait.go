@@ -179,6 +179,42 @@ func (l *loop) pollKernel(timeout int64) {
 		l.fds.wake(l, int(ev.Fd), ev.Ready)
 	}
 	l.events = evs[:0]
+	if l.ring != nil {
+		for _, op := range l.ring.Completed() {
+			l.opDone(op)
+		}
+	}
+}
+
+// awaitOp submits op, prepared for fd in direction m, to t's loop's ring
+// and suspends t until it completes (the poller contract's completion
+// side). If t is interrupted meanwhile (cancelled, a deadline), the
+// operation is cancelled and t still waits for its completion, then
+// returns the interruption's error: op.Res then says whether the
+// operation completed anyway, and the caller delivers what it did
+// (nothing is lost).
+func (t *Task) awaitOp(op *poller.Op, fd int, m poller.Mode) error {
+	l := t.loop
+	op.Owner = t
+	l.ring.Submit(op)
+	t.extra()
+	t.newWait()
+	t.x.op = op
+	t.x.fd, t.x.fdMode = fd, m
+	l.fds.waiting++
+	err := t.block(waitFD)
+	t.x.op = nil
+	return err
+}
+
+// opDone wakes the task that waits for op, which has completed.
+func (l *loop) opDone(op *poller.Op) {
+	t, _ := op.Owner.(*Task)
+	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.x.op != op {
+		return // its task was unwound (Run is aborting)
+	}
+	l.fds.waiting--
+	l.ready(t)
 }
 
 // waitFD suspends t until fd is ready in direction m.
@@ -193,7 +229,7 @@ func (t *Task) waitFD(fd int, m poller.Mode) error {
 	if !l.caps.FDs {
 		return poller.ErrUnsupported
 	}
-	if l.fds.isWatched(fd) {
+	if l.fds.isWatched(fd) && l.caps.Edge {
 		// One of weft's own fds (File.Fd, say): its registration reports
 		// edges only, so first ask whether it is ready now.
 		if readyNow(fd, m) {

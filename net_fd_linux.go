@@ -50,6 +50,9 @@ type netFD struct {
 	// w is fd's entry in its home loop's fd table, set there by the watch
 	// (home-loop-owned: read only by a task running on fd.loop).
 	w *fdWaiters
+	// drained: the last receive on the ring returned less than its
+	// buffer, so the next one polls first (home-loop-owned).
+	drained bool
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -120,6 +123,12 @@ func (fd *netFD) wait(t *Task, m poller.Mode) error {
 			return err
 		}
 	}
+	if !t.loop.caps.Edge {
+		// io_uring: no edges; a one-shot poll for this wait.
+		if err := t.loop.poller.Arm(fd.fd, m); err != nil {
+			return os.NewSyscallError("io_uring poll", err)
+		}
+	}
 	return t.waitWatched(fd.fd, m)
 }
 
@@ -135,6 +144,9 @@ func (fd *netFD) homeLoop() *loop { return fd.loop }
 func (fd *netFD) read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
+	}
+	if fd.useRing() {
+		return fd.recvOp(t, b)
 	}
 	waited := false
 	for {
@@ -182,6 +194,9 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 }
 
 func (fd *netFD) write(t *Task, b []byte) (int, error) {
+	if fd.useRing() {
+		return fd.sendOp(t, b)
+	}
 	written := 0
 	for written < len(b) {
 		if fd.closing.Load() {
@@ -407,6 +422,9 @@ func (ln *fdListener) close() error   { return ln.fd.close() }
 
 func (ln *fdListener) accept(t *Task) (connImpl, error) {
 	fd := ln.fd
+	if fd.loop.ring != nil {
+		return ln.acceptOp(t)
+	}
 	for {
 		if fd.closing.Load() {
 			return nil, fd.opErr("accept", net.ErrClosed)
@@ -502,6 +520,12 @@ func connectFD(t *Task, k netKind, sa unix.Sockaddr, family int) (*netFD, error)
 		t.loop.fds.unwatch(t.loop, s)
 		unix.Close(s)
 		return nil, err
+	}
+	if fd.loop.ring != nil {
+		if err := fd.connectOp(t, sa); err != nil {
+			return fail(err)
+		}
+		goto connected
 	}
 	switch err := unix.Connect(s, sa); err {
 	case nil, unix.EISCONN:

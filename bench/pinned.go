@@ -8,8 +8,9 @@ package main
 //	go run . pinned -servers weft@epoll,weft@uring,gnet -strace
 //	go run . pinned -base /tmp/bench-base -servers base:weft,weft,gnet
 //
-// A server is [base:]KIND[@BACKEND]: KIND as for the table (weft, gnet,
-// net...), BACKEND sets WEFT_BACKEND in the child (epoll, uring, portable),
+// A server is [base:]KIND[@BACKEND][+VAR=VALUE...]: KIND as for the table
+// (weft, gnet, net...), BACKEND sets WEFT_BACKEND in the child (epoll,
+// uring, portable), each VAR=VALUE is set in the child's environment,
 // and base: runs the child from the binary given with -base (a build of
 // this module at an older weft commit), to compare with the code before a
 // change in the same run.
@@ -122,13 +123,20 @@ func pinnedMain(args []string) int {
 	return 0
 }
 
-// splitSpec reads [base:]KIND[@BACKEND].
+// splitSpec reads [base:]KIND[@BACKEND][+VAR=VALUE...].
 func splitSpec(s string) (kind, backend string, base bool) {
 	if rest, ok := strings.CutPrefix(s, "base:"); ok {
 		s, base = rest, true
 	}
+	s, _, _ = strings.Cut(s, "+")
 	kind, backend, _ = strings.Cut(s, "@")
 	return kind, backend, base
+}
+
+// specEnv is the VAR=VALUE settings of a server spec.
+func specEnv(s string) []string {
+	parts := strings.Split(s, "+")
+	return parts[1:]
 }
 
 // pinnedRun is one measurement.
@@ -187,6 +195,7 @@ func measurePinned(ctx context.Context, o pinnedOptions, spec string, conns int)
 	if backend != "" {
 		cmd.Env = append(cmd.Env, "WEFT_BACKEND="+backend)
 	}
+	cmd.Env = append(cmd.Env, specEnv(spec)...)
 	ch, err := startChildCmd(spec, cmd)
 	if err != nil {
 		return pinnedRun{}, err

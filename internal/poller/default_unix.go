@@ -3,3 +3,12 @@
 package poller
 
 func newDefault() (Poller, error) { return newPoll() }
+
+func newKind(Kind, Options) (Poller, error) { return newDefault() }
+
+// Op is an operation of the completion side, which no backend here has.
+type Op struct {
+	Res   int32
+	Flags uint32
+	Owner any
+}

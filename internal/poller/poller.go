@@ -32,9 +32,49 @@
 //  7. Close releases the kernel objects. The fds that were armed or watched
 //     are not closed: they belong to their owners.
 //
-// Backends: epoll (Linux), poll(2) (every Unix; forced on Linux with the
-// build tag weft_portable or WEFT_BACKEND=portable) and a channel-based one
-// with no fd support (other systems).
+// # The completion side
+//
+// A backend whose Caps().Completion is true (io_uring) is also a
+// Completer: the loop hands it whole operations (a receive into a buffer,
+// a send, an accept, a connect) instead of waiting for readiness and
+// making the system call itself. Its rules, beside the ones above:
+//
+//  8. Submit queues an Op; nothing reaches the kernel until the next Wait
+//     (or Flush), which submits everything queued with one system call and
+//     collects completions in the same call. From Submit until the Wait
+//     that lists the Op in Completed, the Op and its buffer belong to the
+//     kernel: the caller must not touch, reuse or prepare them again, and
+//     the backend keeps them reachable (Go's heap does not move objects,
+//     and the table of operations in flight keeps the collector off them).
+//     A buffer handed to Submit must therefore be on the heap, never on a
+//     goroutine stack, which may move: the Op's field that holds it makes
+//     the compiler put it there.
+//  9. Every submitted Op completes exactly once (a multishot one may
+//     complete several times, the last without IORING_CQE_F_MORE): Wait
+//     sets Res and lists it in Completed, in completion order. Completed
+//     is valid until the next Wait. After that the caller owns the Op
+//     again and may prepare and submit it anew.
+//  10. Cancel asks the kernel to give the Op back early. It is only a
+//     request: the Op still completes, with -ECANCELED (or -EINTR) if the
+//     cancel won, or with its real result (bytes received, bytes sent, a
+//     new fd) if the operation had completed first. The caller must honour
+//     that result: received bytes are delivered, a sent count is counted,
+//     an accepted fd is used or closed. So a cancelled read loses nothing.
+//  11. Unwatch cancels every Op in flight on the fd (before the owner closes
+//     it); they complete as after Cancel.
+//  12. Close cancels whatever is still in flight and waits (boundedly) for
+//     the kernel to give it back; buffers the kernel still holds after that
+//     are kept reachable for the life of the process.
+//
+// Arm, Disarm and Wait's events work on a Completer as on any backend (a
+// one-shot poll request per armed direction); Watch registers nothing, and
+// no edges are reported: the I/O layer uses operations instead.
+//
+// Backends: epoll (Linux), io_uring (Linux 5.11 and later, chosen with
+// WEFT_BACKEND=uring or Open(Uring, ...), falling back to epoll where the
+// kernel refuses it), poll(2) (every Unix; forced on Linux with the build
+// tag weft_portable or WEFT_BACKEND=portable) and a channel-based one with
+// no fd support (other systems).
 package poller
 
 import (
@@ -63,9 +103,14 @@ type Event struct {
 
 // Caps describes what a backend can do.
 type Caps struct {
-	Name string // "epoll", "poll", "none"
+	Name string // "epoll", "io_uring", "poll", "none"
 	FDs  bool   // Arm and Disarm work
-	Edge bool   // Watch and Unwatch work
+	Edge bool   // Watch reports edges (epoll)
+	// Completion: the backend is a Completer (io_uring).
+	Completion bool
+	// SingleIssuer: only the thread that called Start may use the poller
+	// (see Options.SingleIssuer).
+	SingleIssuer bool
 }
 
 // ErrUnsupported is returned by operations a backend does not have.
@@ -84,14 +129,40 @@ type Poller interface {
 	Close() error
 }
 
+// Completer is the completion side of a backend; see the package
+// documentation, rules 8 to 12.
+type Completer interface {
+	Submit(op *Op)
+	Cancel(op *Op)
+	Completed() []*Op
+	Flush() error
+}
+
 // Kind names a backend for New.
 type Kind int
 
 // The backends New can build.
 const (
-	Default  Kind = iota // the best one for this system (see Portable)
+	Default  Kind = iota // the best one for this system, or WEFT_BACKEND's
 	Portable             // poll(2) on Unix, the channel backend elsewhere
+	Epoll                // epoll (Linux; elsewhere: Default)
+	Uring                // io_uring (Linux 5.11+; else epoll, silently)
 )
+
+// Options tune a backend.
+type Options struct {
+	// SingleIssuer: the caller will lock its goroutine to its thread and
+	// call Start there before any other use, and use the poller from that
+	// thread only (io_uring: IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN).
+	// Other backends ignore it.
+	SingleIssuer bool
+}
+
+// Starter is a backend that must be started on the thread that will use
+// it (Options.SingleIssuer).
+type Starter interface {
+	Start() error
+}
 
 // roundUpMillis converts a timeout to whole milliseconds for system calls
 // that take them, rounding up so that a deadline is never reported early.

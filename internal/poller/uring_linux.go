@@ -752,7 +752,10 @@ func (r *uring) Watch(fd int) error {
 	return nil
 }
 
-// Unwatch cancels whatever is in flight on fd, before it is closed.
+// Unwatch cancels whatever is in flight on fd, before it is closed. The
+// cancel is submitted at once: it finds the operations by the file fd
+// names, which must still be the same file (and an operation that still
+// held it would keep, say, a pipe's end open after its close).
 func (r *uring) Unwatch(fd int) error {
 	if a := r.armed[fd]; a != nil {
 		for _, op := range a {
@@ -762,7 +765,10 @@ func (r *uring) Unwatch(fd int) error {
 		}
 	}
 	r.CancelFD(fd)
-	return nil
+	if !r.started {
+		return nil
+	}
+	return r.enter(0, 0, nil)
 }
 
 // Close cancels what is in flight, waits up to a second for the kernel to

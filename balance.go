@@ -135,7 +135,11 @@ func (t *Task) moveTo_(to *loop, what string) error {
 	t.state = stateRunnable
 	t.waitKind = waitNone
 	l.obsRunnable(t)
+	// Pinned in transit: to must run t before it may hand t on, or t
+	// would resume on a third loop believing it had arrived.
+	t.pin++
 	l.suspend(t)
+	t.pin--
 	return t.takeWakeErr()
 }
 

@@ -415,11 +415,59 @@ func (g *TaskGroup) startScope(cur *Task) *scope {
 }
 
 // taskDone reports the end of a group task to the group: it runs in the
-// task's own code, as its last act.
+// task's own code, as its last act. A failure is recorded in the same
+// critical section that counts the task out, so that the group's owner,
+// perhaps on another loop, can never see the count say "done" before the
+// failure is there to report. A failure for the handler keeps the task
+// counted until the handler has run (on the task's loop, after the task
+// finished), so Group cannot return before its handler has seen it.
 func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
+	failed := err != nil && !isCancellation(err)
+	// The group reports the failure (or its handler takes it); Run need not.
+	t.job.promiseCore().markHandled()
 	rs := t.rs
 	rs.lock()
-	var granted []*Promise[struct{}]
+	h := g.handler
+	first := false
+	if failed && h == nil {
+		g.errs = append(g.errs, err)
+		first = len(g.errs) == 1
+	}
+	if failed && h != nil {
+		rs.unlock()
+		t.atExit(func() {
+			g.handle(t, h, err)
+			g.countOut(t, kind)
+		})
+		return
+	}
+	granted, idle := g.countOutLocked(t, kind)
+	rs.unlock()
+	if testHookCountedOut != nil {
+		testHookCountedOut()
+	}
+	if first {
+		t.loop.cancelScope(&g.scope, groupCancelError{first: err})
+	}
+	g.wake(t, granted, idle)
+}
+
+// testHookCountedOut, if set (by tests, before the Run), runs in taskDone
+// once the task is counted out: a window in which the group's owner may
+// join, which tests widen.
+var testHookCountedOut func()
+
+// countOut counts the finished task t out of the group.
+func (g *TaskGroup) countOut(t *Task, kind groupTaskKind) {
+	t.rs.lock()
+	granted, idle := g.countOutLocked(t, kind)
+	t.rs.unlock()
+	g.wake(t, granted, idle)
+}
+
+// countOutLocked counts t out (run lock held) and returns the slots it
+// lets through and the join's promise to settle, if the join waits.
+func (g *TaskGroup) countOutLocked(t *Task, kind groupTaskKind) (granted []*Promise[struct{}], idle *Promise[struct{}]) {
 	if kind == groupTask {
 		g.running--
 		g.counted--
@@ -432,22 +480,15 @@ func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
 			}
 		}
 	}
-	h := g.handler
-	var idle *Promise[struct{}]
 	if g.joining {
 		idle = g.idle
 	}
-	rs.unlock()
+	return granted, idle
+}
+
+// wake settles, outside the run lock, what countOutLocked returned.
+func (g *TaskGroup) wake(t *Task, granted []*Promise[struct{}], idle *Promise[struct{}]) {
 	settleAll(t, granted)
-	// The group reports the failure (or its handler takes it); Run need not.
-	t.job.promiseCore().markHandled()
-	if err != nil && !isCancellation(err) {
-		if h != nil {
-			t.atExit(func() { g.handle(t, h, err) })
-		} else {
-			g.fail(t, err)
-		}
-	}
 	if idle != nil {
 		idle.settle(struct{}{}, nil, t.loop)
 	}

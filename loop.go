@@ -182,6 +182,47 @@ func (l *loop) post(fn func()) bool {
 	return true
 }
 
+// runOn runs fn on l: at once if the caller is a task of l (l's thread of
+// control), else through l's inbox. It reports false if l has ended, in
+// which case fn does not run. fn must not suspend.
+func (l *loop) runOn(fn func()) bool {
+	if callerLoop() == l {
+		fn()
+		return true
+	}
+	return l.post(fn)
+}
+
+// onOwner runs fn on the loop that owns t now, for state of t's that its
+// loop owns (its finish hooks, say) and that code elsewhere must change:
+// at once if the caller runs on that loop, else through that loop's
+// inbox, passed on if t has moved by the time it arrives. Any goroutine
+// may call it. If the Run has ended, fn does not run. fn must not suspend.
+func (t *Task) onOwner(fn func()) {
+	rs := t.rs
+	rs.lock()
+	l := t.loop
+	rs.unlock()
+	if callerLoop() == l {
+		fn() // l's thread: only l moves t, so t stays l's meanwhile
+		return
+	}
+	l.post(func() { l.runOwned(t, fn) })
+}
+
+// runOwned runs fn if l still owns t, else passes it on to t's loop.
+func (l *loop) runOwned(t *Task, fn func()) {
+	rs := l.rs
+	rs.lock()
+	to := t.loop
+	rs.unlock()
+	if to != l {
+		to.post(func() { to.runOwned(t, fn) })
+		return
+	}
+	fn()
+}
+
 // wakeUp wakes l however it sleeps, and whether or not it does (the Run
 // is over: see allIdle).
 func (l *loop) wakeUp() {

@@ -216,10 +216,12 @@ func homeOf(t *Task, c connImpl) *loop {
 // toHome moves t to c's loop, where c's deadlines and descriptor live,
 // unless it is there already (see balance.go).
 func (c *Conn) toHome(t *Task) error {
-	if t.loop == c.loop {
-		return nil
+	for t.loop != c.loop {
+		if err := t.moveTo_(c.loop, "a Conn"); err != nil {
+			return err
+		}
 	}
-	return t.moveTo_(c.loop, "a Conn")
+	return nil
 }
 
 // Read reads up to len(b) bytes into b, suspending until some data is

@@ -193,3 +193,12 @@ func currentTask() *Task {
 	}
 	return nil
 }
+
+// callerLoop returns the loop whose task calls, or nil from a plain
+// goroutine (or where currentTask cannot tell).
+func callerLoop() *loop {
+	if t := currentTask(); t != nil {
+		return t.loop
+	}
+	return nil
+}

@@ -33,20 +33,15 @@ func NewPromiseExternal[T any](t *Task) (*Promise[T], func(v T, err error) bool)
 	t.check("NewPromiseExternal")
 	l := t.loop
 	p := &Promise[T]{}
-	k := &externalKeep{l: l, owner: t}
-	k.hook.fn = k.release
+	k := &externalKeep{l: l}
+	k.hook.fn = func() { l.runOn(k.release) } // on t's loop at its end, which may not be l
 	l.external++
 	t.onFinish(&k.hook)
-	t.pin++ // the count and the hook are on this loop: t stays on it until released
 	settle := func(v T, err error) bool {
-		from := callerLoop()
-		ok := p.settle(v, err, from)
+		ok := p.settle(v, err, callerLoop())
 		if k.called.CompareAndSwap(false, true) {
-			if from == l {
-				k.release()
-			} else {
-				l.post(k.release) // refused only once the loop has ended: nothing to release then
-			}
+			l.runOn(k.release) // refused only once the loop has ended: nothing to release then
+			t.onOwner(k.hook.remove)
 		}
 		return ok
 	}
@@ -55,20 +50,17 @@ func NewPromiseExternal[T any](t *Task) (*Promise[T], func(v T, err error) bool)
 
 // externalKeep is the hold of an external promise on its loop.
 type externalKeep struct {
-	l        *loop
-	owner    *Task       // pinned to l until the release
-	hook     finishHook  // releases the hold when the creating task finishes
+	l        *loop       // owns the count and released
+	hook     finishHook  // the creating task's: releases the hold when it finishes
 	called   atomic.Bool // the settle function was called
-	released bool        // loop-owned
+	released bool        // l's
 }
 
-// release gives the loop's external count back, once. It runs on the loop.
+// release gives the loop's external count back, once. It runs on k.l.
 func (k *externalKeep) release() {
 	if k.released {
 		return
 	}
 	k.released = true
-	k.hook.remove()
-	k.owner.pin--
 	k.l.external--
 }

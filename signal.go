@@ -83,45 +83,30 @@ func Signal(t *Task, sigs ...os.Signal) *Chan[os.Signal] {
 		}
 	}
 	c := NewChan[os.Signal](len(uniq))
-	sub := &sigSub{c: c, sigs: uniq, l: t.loop, owner: t}
+	sub := &sigSub{c: c, sigs: uniq, owner: t}
 	c.keep = true
 	sub.hook.fn = c.Close
 	t.onFinish(&sub.hook)
-	t.pin++ // the hook is on this loop: t stays on it until the subscription ends
 	c.onClose = sub.closed
 	subscribe(c, uniq)
 	return c
 }
 
-// sigSub is one Signal channel's subscription.
+// sigSub is one Signal channel's subscription. The finish hook belongs
+// to the task that subscribed, and so to whichever loop owns that task now
+// (the task may move while subscribed: Task.onOwner).
 type sigSub struct {
 	c     *Chan[os.Signal]
 	sigs  []os.Signal
-	l     *loop
-	owner *Task      // pinned to l until the subscription ends
-	hook  finishHook // loop-owned
-	ended bool       // loop-owned
+	owner *Task
+	hook  finishHook
 }
 
-// end drops the finish hook and the pin, once, on the loop.
-func (s *sigSub) end() {
-	if s.ended {
-		return
-	}
-	s.ended = true
-	s.hook.remove()
-	s.owner.pin--
-}
-
-// closed is the channel's onClose: it unsubscribes, and drops the finish
-// hook on the loop.
+// closed is the channel's onClose (any goroutine): it unsubscribes, and
+// drops the finish hook on the owner's loop.
 func (s *sigSub) closed() {
 	unsubscribe(s.c, s.sigs)
-	if callerLoop() == s.l {
-		s.end()
-		return
-	}
-	s.l.post(s.end) // refused only once the loop has ended
+	s.owner.onOwner(s.hook.remove)
 }
 
 func subscribe(c *Chan[os.Signal], sigs []os.Signal) {

@@ -12,10 +12,14 @@ package weft
 // while the ticker runs, so a task waiting for a tick is not deadlocked.
 //
 // A ticker stops when its channel is closed (from any goroutine: the stop
-// is posted to the loop) or when the task that made it finishes (a finish
-// hook, which also closes the channel). Everything but the channel is
-// loop-owned, and the task that made the ticker is pinned to its loop (it
-// is not handed to another loop) until the ticker stops.
+// is posted to the ticker's loop) or when the task that made it finishes
+// (a finish hook, which closes the channel). Ownership: the timer and the
+// stopped flag belong to the loop that made the ticker (tk.l) and are
+// touched only there; the finish hook belongs to the task that made it,
+// and so to whichever loop owns that task now (Task.onOwner). The task
+// may move to another loop (its Conn lives there, say) while the ticker
+// runs: the ticks still come from tk.l, through the channel, and the stop
+// still happens on tk.l.
 
 import "time"
 
@@ -42,12 +46,8 @@ func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 	tk.tm = timer{index: -1, weak: true, fn: tk.fire}
 	tk.tm.when = l.deadline(tk.period)
 	l.timers.push(&tk.tm)
-	tk.hook.fn = func() {
-		tk.stop()
-		c.Close()
-	}
+	tk.hook.fn = c.Close // runs on the task's loop, which may not be l: closed stops on l
 	t.onFinish(&tk.hook)
-	t.pin++ // the timer and the hook are on this loop: t stays on it until the ticker stops
 	c.keep = true
 	c.onClose = tk.closed
 	return c
@@ -55,8 +55,8 @@ func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 
 type ticker struct {
 	c       *Chan[time.Time]
-	l       *loop
-	owner   *Task // pinned to l while the ticker runs
+	l       *loop // owns tm and stopped
+	owner   *Task // the task that made it: its loop owns hook
 	period  int64
 	tm      timer
 	hook    finishHook
@@ -79,22 +79,18 @@ func (tk *ticker) fire() {
 	l.timers.push(&tk.tm)
 }
 
-// stop removes the timer and the finish hook, on the loop.
+// stop removes the timer, on tk.l.
 func (tk *ticker) stop() {
 	if tk.stopped {
 		return
 	}
 	tk.stopped = true
 	tk.l.timers.remove(&tk.tm)
-	tk.hook.remove()
-	tk.owner.pin--
 }
 
-// closed is the channel's onClose: it stops the ticker on its loop.
+// closed is the channel's onClose (any goroutine): it stops the ticker on
+// its loop and drops the finish hook on its task's.
 func (tk *ticker) closed() {
-	if callerLoop() == tk.l {
-		tk.stop()
-		return
-	}
-	tk.l.post(tk.stop) // refused only once the loop has ended
+	tk.l.runOn(tk.stop)
+	tk.owner.onOwner(tk.hook.remove)
 }

@@ -237,12 +237,3 @@ func (ws *wakers) wakeFrom(l *loop, known bool) {
 		ws.wakeFromCaller()
 	}
 }
-
-// callerLoop returns the loop whose task calls, or nil from a plain
-// goroutine (or where currentTask cannot tell).
-func callerLoop() *loop {
-	if t := currentTask(); t != nil {
-		return t.loop
-	}
-	return nil
-}

@@ -180,8 +180,8 @@ func (l *loop) pollKernel(timeout int64) {
 	}
 	l.events = evs[:0]
 	if l.ring != nil {
-		for _, op := range l.ring.Completed() {
-			l.opDone(op)
+		for _, c := range l.ring.Completed() {
+			l.opDone(c)
 		}
 	}
 }
@@ -207,8 +207,20 @@ func (t *Task) awaitOp(op *poller.Op, fd int, m poller.Mode) error {
 	return err
 }
 
-// opDone wakes the task that waits for op, which has completed.
-func (l *loop) opDone(op *poller.Op) {
+// opHandler owns operations no task waits on (a multishot receive): it
+// is given each of their completions.
+type opHandler interface {
+	complete(l *loop, c poller.Completion)
+}
+
+// opDone wakes the task that waits for c's operation, or gives c to the
+// operation's handler.
+func (l *loop) opDone(c poller.Completion) {
+	op := c.Op
+	if h, ok := op.Owner.(opHandler); ok {
+		h.complete(l, c)
+		return
+	}
 	t, _ := op.Owner.(*Task)
 	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.x.op != op {
 		return // its task was unwound (Run is aborting)

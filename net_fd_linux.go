@@ -53,6 +53,14 @@ type netFD struct {
 	// drained: the last receive on the ring returned less than its
 	// buffer, so the next one polls first (home-loop-owned).
 	drained bool
+	// The multishot receive on the ring (net_uring_linux.go), all
+	// home-loop-owned: the operation while armed, the buffers it filled
+	// that no Read has taken yet, and what came after them.
+	ms     *poller.Op
+	rq     []recvd
+	rEOF   bool
+	rErr   error
+	noBufs bool // the ring ran out of buffers: the next read is single-shot
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -247,6 +255,7 @@ func (fd *netFD) close() error {
 	l.postRelease(func(onLoop bool) {
 		if onLoop {
 			l.fds.unwatch(l, fd.fd)
+			fd.dropReceived(l)
 		}
 		fd.release()
 	})

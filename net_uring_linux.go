@@ -90,6 +90,14 @@ func retryable(res int32) bool {
 
 // recvOp is read on the ring.
 func (fd *netFD) recvOp(t *Task, b []byte) (int, error) {
+	if p := fd.loop.ring.Provided(); p != nil && multishotRecv {
+		return fd.recvMultishot(t, b, p)
+	}
+	return fd.recvSingle(t, b)
+}
+
+// recvSingle is a read as one receive operation into b.
+func (fd *netFD) recvSingle(t *Task, b []byte) (int, error) {
 	for {
 		if fd.closing.Load() {
 			return 0, fd.opErr("read", net.ErrClosed)
@@ -314,4 +322,142 @@ func sockaddrOfRaw(sa *unix.RawSockaddrAny, n int) unix.Sockaddr {
 		return &unix.SockaddrUnix{Name: string(b)}
 	}
 	return nil
+}
+
+// Multishot receives. A stream's first Read arms one receive that stays
+// armed: the kernel fills a buffer of the loop's provided ring each time
+// data arrives and posts a completion, which complete queues on the fd;
+// Read copies from the queue. So a request costs no submission for its
+// receive, and an idle connection holds no buffer (only a queue with data
+// holds one). A cancelled Read takes nothing from the queue: nothing is
+// lost. A connection whose reader falls behind stops its receive once it
+// holds maxQueued buffers, so that it cannot take the whole ring; when the
+// ring is empty anyway (ENOBUFS), the next Read is a single receive into
+// the caller's buffer.
+
+// multishotRecv turns multishot receives on (WEFT_URING_MULTISHOT=0 turns
+// them off, for measurements).
+var multishotRecv = os.Getenv("WEFT_URING_MULTISHOT") != "0"
+
+// maxQueued bounds the provided buffers one connection holds unread.
+const maxQueued = 8
+
+// recvd is a provided buffer that holds received bytes not yet read.
+type recvd struct {
+	bid    uint16
+	off, n int
+}
+
+func (fd *netFD) recvMultishot(t *Task, b []byte, p *poller.Provided) (int, error) {
+	for {
+		if fd.closing.Load() {
+			return 0, fd.opErr("read", net.ErrClosed)
+		}
+		if len(fd.rq) > 0 {
+			// Data already here: a Read that waits for nothing (t is on
+			// fd's loop: Conn.Read moved and pinned it).
+			if t.loop == fd.loop {
+				n := fd.copyOut(p, b)
+				t.spend()
+				return n, nil
+			}
+		}
+		if moved, err := fd.opStart(t, poller.Read); err != nil {
+			return 0, fd.opErr("read", err)
+		} else if moved {
+			continue
+		}
+		switch {
+		case len(fd.rq) > 0:
+			continue
+		case fd.rErr != nil:
+			err := fd.rErr
+			fd.rErr = nil
+			return 0, fd.opErr("read", os.NewSyscallError("recv", err))
+		case fd.rEOF:
+			t.spend()
+			return 0, io.EOF
+		case fd.noBufs && fd.ms == nil:
+			fd.noBufs = false
+			return fd.recvSingle(t, b)
+		}
+		l := t.loop
+		if fd.ms == nil {
+			op := l.getOp()
+			op.RecvMultishot(fd.fd, p)
+			op.Owner = fd
+			fd.ms = op
+			l.ring.Submit(op)
+		}
+		// Wait for complete to queue something (or the close, or the
+		// end of the receive): as a reader of the fd.
+		if err := t.waitWatched(fd.fd, poller.Read); err != nil {
+			return 0, fd.opErr("read", err)
+		}
+	}
+}
+
+// copyOut moves queued bytes into b and gives emptied buffers back.
+func (fd *netFD) copyOut(p *poller.Provided, b []byte) int {
+	n, i := 0, 0
+	for n < len(b) && i < len(fd.rq) {
+		r := &fd.rq[i]
+		k := copy(b[n:], p.Buf(r.bid, r.off+r.n)[r.off:])
+		r.off += k
+		r.n -= k
+		n += k
+		if r.n == 0 {
+			p.Recycle(r.bid)
+			i++
+		}
+	}
+	fd.rq = fd.rq[:copy(fd.rq, fd.rq[i:])]
+	return n
+}
+
+// complete takes a completion of fd's multishot receive (on fd's loop).
+func (fd *netFD) complete(l *loop, c poller.Completion) {
+	p := l.ring.Provided()
+	if !c.More() {
+		fd.ms = nil
+		l.putOp(c.Op)
+	}
+	bid, hasBuf := c.Buffer()
+	if fd.closing.Load() {
+		if hasBuf {
+			p.Recycle(bid)
+		}
+		fd.dropReceived(l)
+		return
+	}
+	switch e := syscall.Errno(-c.Res); {
+	case c.Res > 0 && hasBuf:
+		fd.rq = append(fd.rq, recvd{bid: bid, n: int(c.Res)})
+	case c.Res == 0:
+		if hasBuf {
+			p.Recycle(bid)
+		}
+		fd.rEOF = true
+	case e == unix.ENOBUFS:
+		fd.noBufs = true
+	case e == unix.ECANCELED, e == unix.EINTR, e == unix.EAGAIN:
+	default:
+		fd.rErr = e
+	}
+	if len(fd.rq) >= maxQueued && fd.ms != nil {
+		l.ring.Cancel(fd.ms) // the reader is behind: stop receiving for now
+	}
+	l.fds.wake(l, fd.fd, poller.Read)
+}
+
+// dropReceived gives back the buffers of a closing fd (on its loop).
+func (fd *netFD) dropReceived(l *loop) {
+	if len(fd.rq) == 0 || l.ring == nil {
+		return
+	}
+	p := l.ring.Provided()
+	for _, r := range fd.rq {
+		p.Recycle(r.bid)
+	}
+	fd.rq = nil
 }

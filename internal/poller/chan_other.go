@@ -64,3 +64,7 @@ type Op struct {
 	Flags uint32
 	Owner any
 }
+
+// Provided is the completion side's ring of buffers, which no backend
+// here has.
+type Provided struct{}

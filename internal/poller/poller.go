@@ -50,10 +50,14 @@
 //     goroutine stack, which may move: the Op's field that holds it makes
 //     the compiler put it there.
 //  9. Every submitted Op completes exactly once (a multishot one may
-//     complete several times, the last without IORING_CQE_F_MORE): Wait
-//     sets Res and lists it in Completed, in completion order. Completed
-//     is valid until the next Wait. After that the caller owns the Op
-//     again and may prepare and submit it anew.
+//     complete several times, each Completion but the last with More):
+//     Wait sets Res and lists it in Completed, in completion order.
+//     Completed is valid until the next Wait. After the last completion
+//     the caller owns the Op again and may prepare and submit it anew.
+//     A multishot receive takes its buffers from the backend's Provided
+//     ring: each completion names one (Buffer), which is the caller's
+//     until it gives it back with Recycle; the kernel never writes a
+//     buffer between those two points.
 //  10. Cancel asks the kernel to give the Op back early. It is only a
 //     request: the Op still completes, with -ECANCELED (or -EINTR) if the
 //     cancel won, or with its real result (bytes received, bytes sent, a
@@ -134,8 +138,19 @@ type Poller interface {
 type Completer interface {
 	Submit(op *Op)
 	Cancel(op *Op)
-	Completed() []*Op
+	Completed() []Completion
 	Flush() error
+	// Provided returns the backend's ring of provided buffers for
+	// multishot receives, or nil if it has none.
+	Provided() *Provided
+}
+
+// Completion is one completion of an Op: a multishot Op may complete
+// several times in one Wait, each with its own result.
+type Completion struct {
+	Op    *Op
+	Res   int32
+	Flags uint32
 }
 
 // Kind names a backend for New.

@@ -81,7 +81,13 @@ const (
 	iouSQCQOverflow = 1 << 1
 	iouSQTaskrun    = 1 << 2
 
-	iouCQEFMore = 1 << 1
+	iouCQEFBuffer = 1 << 0
+	iouCQEFMore   = 1 << 1
+
+	iouSQEBufferSelect  = 1 << 5
+	iouRecvMultishot    = 1 << 1
+	iouRegisterPbufRing = 22
+	iouOpFixedFile      = 0
 
 	iouAcceptMultishot   = 1 << 0
 	iouRecvsendPollFirst = 1 << 0
@@ -165,6 +171,8 @@ type Op struct {
 	Owner any
 
 	alen      uint32 // accept: the address's room, then its length (the kernel writes it)
+	sqeFlags  uint8  // IOSQE_* flags
+	bgid      uint16 // the provided buffers' group (multishot receive)
 	slot      uint32 // index+1 in the in-flight table; 0 when not in flight
 	cancelled bool   // a cancel was submitted for it
 	quiet     bool   // an Arm poll that was disarmed: its completion reports nothing
@@ -178,6 +186,26 @@ func (op *Op) Recv(fd int, b []byte) { op.prep(iouOpRecv, fd, b, 0) }
 // saves the kernel a receive that would find nothing. Nothing is lost:
 // the poll finds data already there.
 func (op *Op) PollFirst() { op.ioprio |= iouRecvsendPollFirst }
+
+// RecvMultishot prepares a multishot receive from the socket fd into the
+// buffers of p: each completion carries one buffer (Buffer), and the
+// receive stays armed while completions have More.
+func (op *Op) RecvMultishot(fd int, p *Provided) {
+	op.prep(iouOpRecv, fd, nil, 0)
+	op.ioprio = iouRecvMultishot
+	op.sqeFlags = iouSQEBufferSelect
+	op.bgid = p.group
+}
+
+// More reports whether a completion of a multishot operation is followed
+// by others (the operation is still armed).
+func (c Completion) More() bool { return c.Flags&iouCQEFMore != 0 }
+
+// Buffer returns the provided buffer a multishot receive's completion
+// filled (ok false if it carries none).
+func (c Completion) Buffer() (bid uint16, ok bool) {
+	return uint16(c.Flags >> 16), c.Flags&iouCQEFBuffer != 0
+}
 
 // Send prepares a send of b on the socket fd (MSG_NOSIGNAL: a reset peer
 // is an error, never a signal).
@@ -210,7 +238,7 @@ func (op *Op) prep(code uint8, fd int, b []byte, flags uint32) {
 	if code == iouOpRead || code == iouOpWrite {
 		op.off = ^uint64(0) // the file's position (pipes have none)
 	}
-	op.Res, op.Flags, op.cancelled, op.quiet, op.mode = 0, 0, false, false, 0
+	op.Res, op.Flags, op.cancelled, op.quiet, op.mode, op.sqeFlags, op.bgid = 0, 0, false, false, 0, 0, 0
 }
 
 // InFlight reports whether op was submitted and has not yet completed.
@@ -260,7 +288,9 @@ type uring struct {
 	wakeArmed bool // the eventfd read is in flight
 	woken     atomic.Bool
 
-	done    []*Op // completed by the last Wait
+	done    []Completion // completed by the last Wait
+	prov    *Provided
+	noProv  bool // no Provided: failed, or not wanted
 	closing bool
 
 	// Parking in the Go runtime's netpoller on the ring's fd, which is
@@ -481,6 +511,8 @@ func (r *uring) Submit(op *Op) {
 		s.len = 0
 	}
 	s.opFlags = op.opFlags
+	s.flags = op.sqeFlags
+	s.bufIndex = op.bgid
 	s.userData = uint64(slot)
 }
 
@@ -505,9 +537,30 @@ func (r *uring) CancelFD(fd int) {
 	s.opFlags = iouCancelFd | iouCancelAll
 }
 
-// Completed returns the operations the last Wait completed, in order. The
+// Completed returns the completions of the last Wait, in order. The
 // slice is the backend's until the next Wait.
-func (r *uring) Completed() []*Op { return r.done }
+func (r *uring) Completed() []Completion { return r.done }
+
+// Provided returns the ring's provided buffers, made on first use (nil:
+// the kernel has none, before 5.19, or WEFT_URING_MULTISHOT=0).
+func (r *uring) Provided() *Provided {
+	if r.prov == nil && !r.noProv {
+		r.noProv = true
+		if os.Getenv("WEFT_URING_MULTISHOT") != "0" {
+			if p, err := r.newProvided(providedBuffers, providedSize); err == nil {
+				r.prov, r.noProv = p, false
+			}
+		}
+	}
+	return r.prov
+}
+
+// The provided buffers of a ring: 256 of 16 KiB (4 MiB of address space,
+// pages touched only as data arrives).
+const (
+	providedBuffers = 256
+	providedSize    = 16 << 10
+)
 
 // Flush submits what is queued without waiting.
 func (r *uring) Flush() error {
@@ -518,9 +571,7 @@ func (r *uring) Flush() error {
 }
 
 func (r *uring) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
-	for i := range r.done {
-		r.done[i] = nil
-	}
+	clear(r.done)
 	r.done = r.done[:0]
 	if atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead) {
 		timeout = 0 // completions are waiting: collect them
@@ -618,7 +669,7 @@ func (r *uring) reap(evs []Event) []Event {
 			evs = r.pollDone(op, evs)
 			continue
 		}
-		r.done = append(r.done, op)
+		r.done = append(r.done, Completion{Op: op, Res: res, Flags: fl})
 	}
 	atomic.StoreUint32(r.cqHead, head)
 	return evs
@@ -814,6 +865,10 @@ func (r *uring) Close() error {
 	}
 	err := unix.Close(r.fd)
 	r.fd = -1
+	if r.prov != nil && r.inFlight() == 0 {
+		r.prov.free()
+	}
+	r.prov = nil
 	if r.wakefd >= 0 {
 		unix.Close(r.wakefd)
 	}
@@ -821,3 +876,81 @@ func (r *uring) Close() error {
 }
 
 func (r *uring) inFlight() int { return len(r.ops) - len(r.free) }
+
+// Provided is a ring of buffers the kernel picks from for multishot
+// receives (IORING_REGISTER_PBUF_RING, Linux 5.19). Its memory is mapped
+// outside Go's heap, so the collector never sees it and it never moves.
+// A buffer is the kernel's while it is in the ring, and the receiver's from
+// the completion that names it until Recycle.
+type Provided struct {
+	group uint16
+	size  int    // bytes per buffer
+	n     uint16 // buffers (a power of two)
+	mem   []byte // n buffers of size
+	ring  []byte // n struct io_uring_buf; the tail is in the first one
+	tail  uint16
+}
+
+// Buf returns buffer bid's first n bytes.
+func (p *Provided) Buf(bid uint16, n int) []byte {
+	off := int(bid) * p.size
+	return p.mem[off : off+n : off+p.size]
+}
+
+// Recycle gives buffer bid back to the kernel.
+func (p *Provided) Recycle(bid uint16) {
+	i := uintptr(p.tail & (p.n - 1))
+	e := unsafe.Pointer(&p.ring[i*16])
+	*(*uint64)(e) = uint64(uintptr(unsafe.Pointer(&p.mem[int(bid)*p.size])))
+	*(*uint32)(unsafe.Add(e, 8)) = uint32(p.size)
+	*(*uint16)(unsafe.Add(e, 12)) = bid
+	p.tail++
+	// The tail shares the first entry's last 16 bits; the kernel reads it
+	// with acquire semantics.
+	atomicStoreUint16((*uint16)(unsafe.Pointer(&p.ring[14])), p.tail)
+}
+
+// atomicStoreUint16 stores v with release semantics. Go has no 16-bit
+// atomics; the tail is the high half of an aligned 32-bit word whose low
+// half (the first entry's bid) only we write, so a 32-bit store does it.
+func atomicStoreUint16(p *uint16, v uint16) {
+	w := (*uint32)(unsafe.Add(unsafe.Pointer(p), -2))
+	old := *w
+	atomic.StoreUint32(w, old&0xffff|uint32(v)<<16)
+}
+
+// newProvided maps and registers n buffers of size bytes as group 0.
+func (r *uring) newProvided(n uint16, size int) (*Provided, error) {
+	p := &Provided{size: size, n: n}
+	var err error
+	if p.mem, err = unix.Mmap(-1, 0, int(n)*size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err != nil {
+		return nil, err
+	}
+	if p.ring, err = unix.Mmap(-1, 0, max(int(n)*16, 4096), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err != nil {
+		unix.Munmap(p.mem)
+		return nil, err
+	}
+	reg := struct {
+		ringAddr    uint64
+		ringEntries uint32
+		bgid        uint16
+		flags       uint16
+		resv        [3]uint64
+	}{ringAddr: uint64(uintptr(unsafe.Pointer(&p.ring[0]))), ringEntries: uint32(n), bgid: p.group}
+	_, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), iouRegisterPbufRing, uintptr(unsafe.Pointer(&reg)), 1, 0, 0)
+	if e != 0 {
+		unix.Munmap(p.mem)
+		unix.Munmap(p.ring)
+		return nil, e
+	}
+	for bid := range n {
+		p.Recycle(bid)
+	}
+	return p, nil
+}
+
+// free unmaps the buffers once the ring is gone (nothing can write them).
+func (p *Provided) free() {
+	unix.Munmap(p.mem)
+	unix.Munmap(p.ring)
+}

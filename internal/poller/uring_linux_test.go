@@ -49,8 +49,8 @@ func waitFor(t *testing.T, r *uring, op *Op) {
 		if _, err := r.Wait(100*time.Millisecond, nil); err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range r.Completed() {
-			if d == op {
+		for _, c := range r.Completed() {
+			if c.Op == op {
 				return
 			}
 		}

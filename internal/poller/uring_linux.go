@@ -291,6 +291,7 @@ type uring struct {
 	done    []Completion // completed by the last Wait
 	prov    *Provided
 	noProv  bool // no Provided: failed, or not wanted
+	noBatch bool // WEFT_URING_BATCH=0 (measurements only)
 	closing bool
 
 	// Parking in the Go runtime's netpoller on the ring's fd, which is
@@ -342,6 +343,7 @@ func newUring(o Options) (*uring, error) {
 	}
 	r.wakefd = wfd
 	r.wakeBuf = make([]byte, 8)
+	r.noBatch = os.Getenv("WEFT_URING_BATCH") == "0"
 	r.armWake()
 	if r.setup&iouSetupDeferTaskrun == 0 && os.Getenv("WEFT_URING_PARK") != "0" {
 		// The ring's fd is pollable: POLLIN while the CQ holds entries.
@@ -514,6 +516,9 @@ func (r *uring) Submit(op *Op) {
 	s.flags = op.sqeFlags
 	s.bufIndex = op.bgid
 	s.userData = uint64(slot)
+	if r.noBatch {
+		r.enter(0, 0, nil) // WEFT_URING_BATCH=0: one enter per operation, to measure batching
+	}
 }
 
 // Cancel asks the kernel to cancel op, if it is in flight; op still

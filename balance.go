@@ -20,6 +20,8 @@ import "slices"
 const maxShed = 128
 
 // movable reports whether t, runnable on l, may be handed to another loop.
+// The driver is not (its coroutine runs the scheduler): it leaves by
+// itself when shed sends it (sendDriver).
 func (l *loop) movable(t *Task) bool {
 	return !t.local && t.co != nil && t != l.driver && t.pin == 0
 }
@@ -30,9 +32,10 @@ func (l *loop) movable(t *Task) bool {
 // slow Checkpoint (it counts: one queued task is then already surplus),
 // nil at a pick (the next task stays: a queue of one is not).
 //
-// If nothing queued may move but running may, shed returns the hungry
-// loop it claimed: running is to go there itself, leaving the loop to
-// what must stay (a driving task, Local tasks). Otherwise it returns nil.
+// If nothing queued may move, the driver goes if it may (it leaves its
+// driving: sendDriver); else, if running may, shed returns the hungry
+// loop it claimed: running is to go there itself, leaving the loop to what
+// must stay (Local tasks, pinned ones). Otherwise it returns nil.
 func (l *loop) shed(running *Task) (moveRunning *loop) {
 	if l.shedSkip > 0 {
 		l.shedSkip--
@@ -52,6 +55,8 @@ func (l *loop) shed(running *Task) (moveRunning *loop) {
 	}
 	want := min(others/2, maxShed)
 	var moved []*Task
+	transient := false  // something may move soon: a task not yet started, the driver
+	driverFree := false // the driver is queued and may go (sendDriver)
 	for _, q := range []*queue[*Task]{&l.runq, &l.batchq} {
 		n := q.len()
 		if scan := min(n, 2*maxShed); want > len(moved) && scan > 0 {
@@ -63,7 +68,11 @@ func (l *loop) shed(running *Task) (moveRunning *loop) {
 					// Never started: it stays, and so does every task behind
 					// it, which may be the task that started it (Go's parent
 					// goes on only after its child has started).
-					blocked = true
+					blocked, transient = true, true
+				}
+				if t == l.driver {
+					transient = true
+					driverFree = !blocked // not queued behind a task it started
 				}
 				if !blocked && len(moved) < want && l.movable(t) {
 					moved = append(moved, t)
@@ -77,19 +86,57 @@ func (l *loop) shed(running *Task) (moveRunning *loop) {
 			}
 		}
 	}
-	if len(moved) == 0 {
-		if running != nil && l.movable(running) {
-			return to
-		}
-		// Nothing here may move (tasks holding fd registrations, Local
-		// ones, or not started yet): look again only once the part of the
-		// queue just scanned has run, instead of scanning it at every pick.
-		l.shedSkip = min(queued, 2*maxShed)
-		to.wakeHungryAgain()
+	if len(moved) > 0 {
+		l.send(to, moved)
 		return nil
 	}
-	l.send(to, moved)
+	if running == nil && driverFree && l.sendDriver(to) {
+		// At a pick the driver, if there is one, is the caller: it can
+		// stop driving now (at a Checkpoint it is under the running task).
+		return nil
+	}
+	if running != nil && l.movable(running) {
+		return to
+	}
+	// Nothing here may move now. If that is for lasting reasons (tasks
+	// inside an fd operation, Local ones), look again only once the part
+	// of the queue just scanned has run, instead of scanning it at every
+	// pick (with 1000 connections that scan was a sixth of the CPU); a
+	// task about to start or a driver about to stop driving may move at
+	// the next pick.
+	if !transient {
+		l.shedSkip = min(queued, 2*maxShed)
+	}
+	to.wakeHungryAgain()
 	return nil
+}
+
+// sendDriver sends the driver to loop to, if it is queued and may move
+// otherwise: it is taken out of the queue and marked to move, and the
+// next pick returns nil to it, so that it stops driving, switches out,
+// and its resumer (the loop goroutine) sends it (loop.resume). It reports
+// whether it did.
+func (l *loop) sendDriver(to *loop) bool {
+	d := l.driver
+	if d == nil || d.state != stateRunnable || d.local || d.pin != 0 || d.moveTo != nil {
+		return false
+	}
+	found := false
+	for _, q := range []*queue[*Task]{&l.runq, &l.batchq} {
+		for i, n := 0, q.len(); i < n; i++ {
+			t, _ := q.pop()
+			if t == d && !found {
+				found = true
+				continue
+			}
+			q.push(t)
+		}
+	}
+	if !found {
+		return false
+	}
+	d.moveTo = to
+	return true
 }
 
 // send hands the runnable tasks ts, which have switched out, to loop to.

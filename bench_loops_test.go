@@ -10,6 +10,7 @@ package weft_test
 // sets the loop count and oversubscription shows.
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,24 +43,46 @@ func cpuWork(units int) func(*weft.Task) (int, error) {
 	}
 }
 
-// BenchmarkLoopsCPUSpread runs four CPU-bound tasks to completion per op:
-// with two loops, hand-over should spread them and take about half the
-// time of one loop (goal: one loop's time / two loops' >= 1.8).
+// BenchmarkLoopsCPUSpread runs 2, 3 or 4 CPU-bound tasks to completion
+// per op, started by main, which then waits: with two loops, hand-over
+// should spread them and take about half the time of one loop (goal: one
+// loop's time / two loops' >= 1.8 for each count).
 func BenchmarkLoopsCPUSpread(b *testing.B) {
-	for _, v := range loopVariants {
-		b.Run(v.name, func(b *testing.B) {
-			weft.Run(func(t *weft.Task) (struct{}, error) {
-				b.ResetTimer()
-				for range b.N {
-					var ps []*weft.Promise[int]
-					for range 4 {
-						ps = append(ps, weft.Go(t, cpuWork(20000)))
+	for _, tasks := range []int{2, 3, 4} {
+		for _, v := range loopVariants {
+			b.Run(fmt.Sprintf("tasks=%d/%s", tasks, v.name), func(b *testing.B) {
+				weft.Run(func(t *weft.Task) (struct{}, error) {
+					b.ResetTimer()
+					for range b.N {
+						var ps []*weft.Promise[int]
+						for range tasks {
+							ps = append(ps, weft.Go(t, cpuWork(60000/tasks)))
+						}
+						weft.All(t, ps...)
 					}
-					weft.All(t, ps...)
+					return struct{}{}, nil
+				}, weft.WithLoops(v.n))
+			})
+		}
+	}
+}
+
+// BenchmarkLoopsCPUSpreadMainReturns is the same with main returning at
+// once: the tasks finish after it, and Run waits for them.
+func BenchmarkLoopsCPUSpreadMainReturns(b *testing.B) {
+	for _, tasks := range []int{2, 3, 4} {
+		for _, v := range loopVariants[:2] {
+			b.Run(fmt.Sprintf("tasks=%d/%s", tasks, v.name), func(b *testing.B) {
+				for range b.N {
+					weft.Run(func(t *weft.Task) (struct{}, error) {
+						for range tasks {
+							weft.Go(t, cpuWork(60000/tasks))
+						}
+						return struct{}{}, nil
+					}, weft.WithLoops(v.n))
 				}
-				return struct{}{}, nil
-			}, weft.WithLoops(v.n))
-		})
+			})
+		}
 	}
 }
 

@@ -6,7 +6,8 @@ package weft
 // code always runs inside a chain of scopes. Each task has a root scope,
 // whose parent is the scope its spawner's code was in when it called Go (or
 // the group's scope, for a group task). Inside a task, Group pushes a scope
-// for its body and Protect pushes a shield; both pop when the call returns.
+// for its body, Timeout a scope with a deadline, and Protect a shield; each
+// pops when the call returns.
 // So the scopes of a loop form one tree, rooted at loop.root's scope, and
 // every live task's root scope is in it.
 //
@@ -35,11 +36,11 @@ package weft
 //     above it meanwhile is then delivered below it, to the task and to
 //     every task started inside the Protect that still runs.
 //  5. A task that waits while cancelled is interrupted, unless it holds
-//     cancellation back (x.hold > 0: the join at the end of First, Timeout
-//     and Group); it then sees the cause at its first suspension point
-//     after the hold ends.
+//     cancellation back (x.hold > 0: the join at the end of First and
+//     Group); it then sees the cause at its first suspension point after
+//     the hold ends.
 //
-// Deadlines. Timeout gives the root scope of its child a deadline. A timer
+// Deadlines. Timeout pushes a scope with a deadline on its task. A timer
 // on the loop cancels the scope when the deadline passes; and since the
 // loop may not look at its timers for a while (tasks that keep yielding to
 // each other), every suspension point of a task under a deadline also
@@ -61,9 +62,10 @@ type scope struct {
 }
 
 type scopeState struct {
-	cause  error     // non-nil once cancelled (invariant 1)
-	shield bool      // an open Protect: cancellation from above stops here
-	dl     *deadline // a Timeout's deadline, on the root scope of its child
+	cause  error        // non-nil once cancelled (invariant 1)
+	shield bool         // an open Protect: cancellation from above stops here
+	dl     *deadline    // a Timeout's deadline, on the Timeout's scope
+	ctx    *taskContext // the context of code in this scope, once asked for (context.go)
 }
 
 // deadline is a Timeout's: when it passes, its scope is cancelled with err.
@@ -286,6 +288,9 @@ func (l *loop) refresh(t *Task) {
 	if dl := chainDeadline(in); dl != t.dl.Load() {
 		t.dl.Store(dl)
 	}
+	if x := t.x; x != nil && len(x.ctxs) > 0 {
+		t.cancelContexts() // those of scopes the cancellation reached, shielded code or not
+	}
 	if cause == nil {
 		if t.cancelled.Load() {
 			t.cancelled.Store(false)
@@ -310,7 +315,6 @@ func (l *loop) deliverLocked(t *Task, cause error) {
 	if t.state == stateDone {
 		return
 	}
-	t.cancelContext(cause)
 	if x := t.x; x == nil || x.hold == 0 {
 		l.interrupt(t, cause)
 	}
@@ -372,8 +376,18 @@ func (t *Task) popScope(s *scope) {
 		// The shield's subtree may now see causes and deadlines from above.
 		l.reach(s, cause)
 	}
+	t.endContext(s, errScopeEnded)
 	parent := s.parent
+	var moved []*scope
+	if s.st != nil && s.st.dl != nil {
+		for c := s.child; c != nil; c = c.next {
+			moved = append(moved, c)
+		}
+	}
 	s.close()
+	for _, c := range moved {
+		l.reach(c, nil) // tasks started in a Timeout no longer run under its deadline
+	}
 	if parent == &t.root {
 		x.cur = nil
 	} else {
@@ -385,8 +399,8 @@ func (t *Task) popScope(s *scope) {
 // holdCancel holds t's cancellation back until the returned function is
 // called: t's waits are not interrupted and its suspension points return
 // no cancellation meanwhile. Unlike Protect, it shields nothing else: it
-// is for the joins of First, Timeout and Group, whose children are
-// cancelled anyway.
+// is for the joins of First and Group, whose children are cancelled
+// anyway.
 func (t *Task) holdCancel() (release func()) {
 	x := t.extra()
 	x.hold++
@@ -544,7 +558,12 @@ func (p *Promise[T]) cancelWith(cause error) {
 //
 // Protect itself does not suspend; it returns f's error. Keep protected
 // work short and bounded: a protected wait that never ends holds up
-// whoever waits for the task (First, Timeout, Group).
+// whoever waits for the task (First, Group).
+//
+// f runs on the calling task, with the same *Task: Protect is a scope, not
+// a task, so what is bound to the task works inside it, and t.Context()
+// inside f is a context that the outside cancellation does not reach
+// while f runs.
 func (t *Task) Protect(f func(t *Task) error) error {
 	t.check("Protect")
 	if f == nil {

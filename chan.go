@@ -266,7 +266,7 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 	if c.closed {
 		err := c.recvErr
 		c.release(locked)
-		return zero, err
+		return zero, loud(err)
 	}
 	if locked && c.own.Load() == sharedOwner && t.loop.runq.len()+t.loop.batchq.len() == 0 {
 		// A shared channel, and nothing else to run here: the value may be
@@ -290,7 +290,7 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 			if c.closed {
 				err := c.recvErr
 				c.release(locked)
-				return zero, err
+				return zero, loud(err)
 			}
 		}
 	}
@@ -330,7 +330,7 @@ func (c *Chan[T]) recvSlow(t *Task, locked bool) (T, error) {
 	case st == nodeDone:
 		return v, nil
 	}
-	return zero, recvErr // st == nodeClosed
+	return zero, loud(recvErr) // st == nodeClosed; a Generate producer's misuse is re-raised
 }
 
 // TrySend sends v if that needs no wait: a receiver is waiting, or the

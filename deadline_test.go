@@ -340,10 +340,10 @@ func TestNetConnUsedFromAnotherTaskPanics(t *testing.T) {
 			nc.Read(make([]byte, 1))
 			return struct{}{}, nil
 		})
-		_, err := p.Await(wt)
-		var pe *weft.PanicError
-		if !errors.As(err, &pe) || !strings.Contains(pe.Error(), "weft:") {
-			t.Fatalf("Read from another task: %v, want a weft: panic", err)
+		// A misuse is loud: Await re-raises it rather than return it.
+		msg := panicMessage(func() { p.Await(wt) })
+		if !strings.HasPrefix(msg, "weft: ") || !strings.Contains(msg, "deadline_test.go") {
+			t.Fatalf("Await of a task that read from another task's NetConn panicked with %q, want the weft: panic and where it happened", msg)
 		}
 		return struct{}{}, nil
 	})

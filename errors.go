@@ -12,13 +12,77 @@ import (
 // PanicError is the error of a task that panicked. Await (and Run, for a
 // failure nobody awaited) returns it in place of the task's result. The
 // loop recovers the panic and carries on.
+//
+// A panic that weft itself raises for a misuse (its message starts with
+// "weft: ": a Task used outside its task, a nil function, ...) is a bug,
+// not a failure: it is never handed on as an error value. Whoever waits
+// for the task (Await, All, Race, First, Group, Offload, a Recv on a
+// Generate's channel, Run) panics in turn, with the original message and
+// the stack of the misuse.
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the panicking goroutine's stack, as runtime/debug.Stack prints it
+
+	misuse bool // Value is a "weft:" misuse panic: re-raised, not returned (loud)
 }
 
 func newPanicError(v any) *PanicError {
-	return &PanicError{Value: v, Stack: debug.Stack()}
+	return &PanicError{Value: v, Stack: debug.Stack(), misuse: isMisuse(v)}
+}
+
+// isMisuse reports whether a panic value is one of weft's own "weft:"
+// panics, raised for a programming error.
+func isMisuse(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.HasPrefix(s, "weft: ")
+}
+
+// misuseMark starts the part of a re-raised misuse panic that says where
+// the misuse happened.
+const misuseMark = "weft: the misuse happened in a task this one waited for, here:"
+
+// misuseMessage is what a misuse panic is re-raised with: the original
+// message, then (once, however many waiters it passes through) the stack
+// of the misuse.
+func (e *PanicError) misuseMessage() string {
+	s, _ := e.Value.(string)
+	if strings.Contains(s, misuseMark) {
+		return s
+	}
+	return s + "\n\n" + misuseMark + "\n" + string(e.Stack)
+}
+
+// misuseIn returns the misuse panic err carries, if any, looking through
+// wrapped and joined errors.
+func misuseIn(err error) *PanicError {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *PanicError:
+		if e.misuse {
+			return e
+		}
+		return nil
+	case interface{ Unwrap() []error }:
+		for _, err := range e.Unwrap() {
+			if m := misuseIn(err); m != nil {
+				return m
+			}
+		}
+		return nil
+	case interface{ Unwrap() error }:
+		return misuseIn(e.Unwrap())
+	}
+	return nil
+}
+
+// loud re-raises, in the caller, a misuse panic that err carries (see
+// PanicError); otherwise it returns err.
+func loud(err error) error {
+	if m := misuseIn(err); m != nil {
+		panic(m.misuseMessage())
+	}
+	return err
 }
 
 // Error returns the panic value and the stack of the panic.

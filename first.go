@@ -100,73 +100,71 @@ func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {
 	return ps[winner].result()
 }
 
-// Timeout runs f as a child task with a deadline d from now, on the
-// loop's clock, and returns f's result, with one exception: if the
-// deadline passed and f's error is the deadline's cancellation (f let the
-// cancellation propagate, as Trio's fail_after requires), Timeout returns
-// ErrTimeout. If f finished otherwise, with a value or another error,
-// even after the deadline (it caught the cancellation, or a read completed
-// just as the deadline passed), its result is returned as it is: nothing f
-// produced is thrown away.
+// Timeout runs f on the calling task with a deadline d from now, on the
+// loop's clock, as a cancel scope (Trio's fail_after, asyncio's timeout,
+// Eio's with_timeout, Go's context.WithTimeout): f receives t itself, so
+// everything bound to the task (a ResponseWriter, a ReadWriter, a Mutex
+// held, t.Context()) works inside it, and Timeouts, Groups and Protects
+// nest inside f as anywhere else. Timeout returns f's result, with one
+// exception: if the deadline passed and f's error is the deadline's
+// cancellation (f let the cancellation propagate, as Trio's fail_after
+// requires), Timeout returns ErrTimeout. If f finished otherwise, with a
+// value or another error, even after the deadline (it caught the
+// cancellation, or a read completed just as the deadline passed), its
+// result is returned as it is: nothing f produced is thrown away.
 //
-// Which tasks the deadline reaches: when it passes, f's task and every
-// task it started (at any depth, except inside a Protect) are cancelled:
-// their suspension points return an error that matches both
-// context.Canceled and context.DeadlineExceeded. It is seen at each task's
-// next suspension point even if the loop has not looked at its timers
-// (tasks that only Yield to each other, await settled promises or call
-// Checkpoint see it there). Tasks f starts inherit the deadline, and their
-// Contexts report it; Context().Err() of a task it cancelled is
-// context.DeadlineExceeded. Timeout waits for f to finish before it
-// returns; a task f started with Go and that outlives f no longer runs
-// under the deadline.
+// What the deadline reaches: when it passes, f's code and every task it
+// started (at any depth, except inside a Protect) are cancelled: their
+// suspension points return an error that matches both context.Canceled
+// and context.DeadlineExceeded. It is seen at the next suspension point
+// even if the loop has not looked at its timers (tasks that only Yield to
+// each other, await settled promises or call Checkpoint see it there).
+// Tasks f starts inherit the deadline, and their Contexts report it; the
+// Context taken inside f reports it too, and its Err is
+// context.DeadlineExceeded once it passed. When Timeout returns, the
+// deadline no longer applies to anything: the task goes on uncancelled
+// (unless a cancellation from outside reached it meanwhile), the context
+// taken inside f is cancelled (as a context.WithTimeout's at the end of
+// its function), and a task f started with Go that outlives f no longer
+// runs under the deadline. An earlier deadline around the Timeout still
+// applies inside it; a Protect inside f shields its body from the
+// deadline.
 //
-// A d <= 0 deadline has already passed: f still runs until it first
-// reaches a suspension point (a child runs first), where it is cancelled.
+// A d <= 0 deadline has already passed: f runs until it first reaches a
+// suspension point, where it is cancelled.
 //
-// Timeout suspends and is a cancellation point: if the calling task is
-// cancelled, f is cancelled too, and Timeout returns the cause once f has
-// finished.
-//
-//go:noinline
-func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (T, error) {
-	pc := callerPC()
+// Timeout itself does not suspend: f's suspension points are the
+// cancellation points. If the calling task is cancelled, or is cancelled
+// while f runs, f sees it at its next suspension point and Timeout returns
+// what f returned (the cause, if f let it through). A panic in f
+// propagates, after the deadline is removed. The task may move to another
+// loop inside f (to reach a Conn's loop, say); the deadline's timer stays
+// on the loop that set it and reaches the task wherever it runs.
+func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (v T, err error) {
 	t.check("Timeout")
 	if f == nil {
 		panic("weft: Timeout called with a nil function")
 	}
-	var zero T
 	l := t.loop
 	d = max(d, 0)
 	dl := &deadline{when: l.deadline(int64(d)), tloop: l}
+	s := &scope{st: &scopeState{dl: dl}}
+	dl.scope = s
 	dl.timer = l.addTimer(int64(d), func() { l.expire(dl) })
-	var child *Task
-	p := spawnIn(t, t.innermost(), f, pc, func(c *Task) {
-		child = c
-		dl.scope = &c.root
-		c.root.state().dl = dl // c is not yet runnable: no other loop can see it
-		if old := c.dl.Load(); old == nil || dl.when < old.when {
-			c.dl.Store(dl)
-		}
-	})
-	cores := []*promise{&p.p}
-	err := t.waitEach(cores, "Timeout", func(int) bool { return true })
-	if err != nil {
-		t.loop.cancel(child, err)
-	}
-	if jerr := t.join(cores, "Timeout"); jerr != nil && err == nil {
-		err = jerr
-	}
-	dl.off.Store(true)
-	t.loop.disarm(dl) // t may be on another loop by now
-	if err != nil {
-		return zero, err
-	}
-	v, ferr := p.result()
-	if dl.fired.Load() && ferr != nil && errors.Is(ferr, deadlineError{dl}) {
+	t.pushScope(s)
+	func() {
+		defer func() {
+			dl.off.Store(true)
+			t.popScope(s)
+			t.loop.disarm(dl) // t may be on another loop by now
+		}()
+		v, err = f(t)
+	}()
+	if dl.fired.Load() && err != nil && errors.Is(err, deadlineError{dl}) {
+		var zero T
 		return zero, ErrTimeout
 	}
-	return v, ferr
+	return v, err
 }
 
 // join waits, with cancellation held back, until every promise in ps has

@@ -19,10 +19,12 @@ import (
 // Which tasks a cancellation reaches: cancelling the task that called
 // Group (or anything above it) cancels the body and every task of the
 // group; the group's own cancellation (a failure, Cancel) cancels the body
-// and every task of the group, and nothing outside it. A task started
-// inside a Protect (by the body or by a group task) is shielded like
-// everything else started there, the group's own cancellation included,
-// until that Protect returns.
+// and every task of the group, and nothing outside it. A task of the
+// group belongs to the group wherever it was started from (Eio's rule: a
+// fiber forked into a switch takes the switch's cancellation context): one
+// started with g.Go from inside a Protect is not shielded by it, unless the
+// group itself was opened inside that Protect, which then shields the whole
+// group.
 type TaskGroup struct {
 	owner *Task // immutable
 	scope scope // the body's scope; the group's tasks start in it (run lock)
@@ -81,6 +83,7 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 		if r != nil {
 			panic(r)
 		}
+		err = loud(err) // a group task's misuse is re-raised, not returned
 	}()
 	if berr := body(g); berr != nil && !isCancellation(berr) {
 		g.fail(t, berr)
@@ -186,8 +189,8 @@ const (
 //
 // Go must be called from a task of the loop the group belongs to, while
 // Group has not returned; otherwise it panics with a "weft:" message. A
-// task started while the group is cancelled starts cancelled; one started
-// inside a Protect is shielded (see TaskGroup).
+// task started while the group is cancelled starts cancelled, even from
+// inside a Protect opened within the group (see TaskGroup).
 //
 //go:noinline
 func (g *TaskGroup) Go(f func(t *Task) error) {
@@ -386,32 +389,15 @@ func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f f
 		}()
 		return f(t)
 	}
-	rs.lock()
-	parent := g.startScope(cur)
-	rs.unlock()
-	return spawnIn(cur, parent, wrapped, pc, func(c *Task) {
+	// The task starts in the group's scope, wherever cur's code is (see
+	// TaskGroup).
+	return spawnIn(cur, &g.scope, wrapped, pc, func(c *Task) {
 		if kind == groupDaemon {
 			rs.lock()
 			g.daemons = append(g.daemons, c)
 			rs.unlock()
 		}
 	})
-}
-
-// startScope is the scope a group task started by cur begins in: the
-// group's, unless cur's code is inside a Protect opened within the group
-// (or anywhere, for a task outside it), whose shield then covers the new
-// task too. Run lock held.
-func (g *TaskGroup) startScope(cur *Task) *scope {
-	for s := cur.innermost(); s != nil; s = s.parent {
-		if s == &g.scope {
-			return s
-		}
-		if s.shielded() {
-			return s
-		}
-	}
-	return &g.scope
 }
 
 // taskDone reports the end of a group task to the group: it runs in the
@@ -428,6 +414,9 @@ func (g *TaskGroup) taskDone(t *Task, kind groupTaskKind, err error) {
 	rs := t.rs
 	rs.lock()
 	h := g.handler
+	if misuseIn(err) != nil {
+		h = nil // a misuse is not a failure for the handler: the group re-raises it
+	}
 	first := false
 	if failed && h == nil {
 		g.errs = append(g.errs, err)

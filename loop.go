@@ -325,8 +325,13 @@ func (l *loop) pick() *Task {
 		l.ticks = 0
 		l.pollNow()
 	}
-	if l.rs.multi && l.rs.hungry.Load() > 0 {
-		l.shed(nil)
+	if l.rs.multi {
+		if l.rs.hungry.Load() > 0 {
+			l.shed(nil)
+		}
+		if d := l.driver; d != nil && d.moveTo != nil {
+			return nil // the driver is sent away: it stops driving (sendDriver)
+		}
 	}
 	t, ok := l.popRunnable()
 	if !ok {

@@ -433,3 +433,39 @@ func TestIdleLoopsUseNoCPU(t *testing.T) {
 		t.Fatalf("8 loops idle for 400 ms cost %v of CPU", cpu)
 	}
 }
+
+// Issue 17, item 3: a Run that did not ask for several loops never gets
+// them from the environment; one that asks with LoopsFromEnv does, and a
+// bad value is an error, not a silent default.
+func TestLoopsComeFromTheEnvironmentOnlyWhenAsked(t *testing.T) {
+	loopsOf := func(opts ...weft.Option) (int, error) {
+		return weft.Run(func(wt *weft.Task) (int, error) {
+			return weft.RunStats(wt).Loops, nil
+		}, opts...)
+	}
+	t.Setenv("WEFT_LOOPS", "3")
+	if n, err := loopsOf(weft.WithLoops(weft.LoopsFromEnv)); err != nil || n != 3 {
+		t.Fatalf("WithLoops(LoopsFromEnv) with WEFT_LOOPS=3: %d loops, %v", n, err)
+	}
+	if !envLoopsTag {
+		if n, err := loopsOf(); err != nil || n != 1 {
+			t.Fatalf("no WithLoops, WEFT_LOOPS=3: %d loops, %v; want 1", n, err)
+		}
+	}
+	if n, err := loopsOf(weft.WithLoops(2)); err != nil || n != 2 {
+		t.Fatalf("WithLoops(2) with WEFT_LOOPS=3: %d loops, %v", n, err)
+	}
+	for _, bad := range []string{"four", "-2", "1.5"} {
+		t.Setenv("WEFT_LOOPS", bad)
+		if _, err := loopsOf(weft.WithLoops(weft.LoopsFromEnv)); err == nil || !strings.Contains(err.Error(), "WEFT_LOOPS") {
+			t.Fatalf("WEFT_LOOPS=%s: %v, want an error naming it", bad, err)
+		}
+	}
+	t.Setenv("WEFT_LOOPS", "")
+	if n, err := loopsOf(weft.WithLoops(weft.LoopsFromEnv)); err != nil || n != 1 {
+		t.Fatalf("WithLoops(LoopsFromEnv), WEFT_LOOPS unset: %d loops, %v", n, err)
+	}
+	if msg := panicMessage(func() { weft.WithLoops(-5) }); !strings.HasPrefix(msg, "weft: ") {
+		t.Fatalf("WithLoops(-5): %q", msg)
+	}
+}

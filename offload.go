@@ -189,7 +189,7 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, err
 	}
-	return v, ferr
+	return v, loud(ferr) // a misuse in f (the Task used there, say) is re-raised
 }
 
 // ReadFile reads the named file off the loop (through Offload) and returns

@@ -255,3 +255,55 @@ func TestGroupNeverLosesAFailureAcrossLoops(t *testing.T) {
 		}
 	}
 }
+
+// A task under a deadline moves like any other (item 2): a Timeout's
+// function that yields on a busy loop, beside an idle one, is taken by the
+// idle loop, and the deadline still reaches it there, on time.
+func TestATaskUnderADeadlineIsHandedOver(t *testing.T) {
+	var movedIn atomic.Bool
+	var deadlineErr error
+	var late time.Duration
+	run(t, func(wt *weft.Task) {
+		stop := make(chan struct{})
+		// A CPU-bound Local task keeps main's loop busy and cannot move.
+		busyLoop := wt.Loop()
+		busy := weft.Local(wt, func(wt *weft.Task) (struct{}, error) {
+			for {
+				select {
+				case <-stop:
+					return struct{}{}, nil
+				default:
+				}
+				spinFor(10 * time.Microsecond)
+				wt.Checkpoint()
+			}
+		})
+		timed := spawn(wt, func(wt *weft.Task) {
+			start := time.Now()
+			_, deadlineErr = weft.Timeout(wt, 300*time.Millisecond, func(wt *weft.Task) (int, error) {
+				for {
+					if err := wt.Yield(); err != nil {
+						return 0, err
+					}
+					if wt.Loop() != busyLoop {
+						movedIn.Store(true)
+					}
+					spinFor(5 * time.Microsecond)
+				}
+			})
+			late = time.Since(start) - 300*time.Millisecond
+		})
+		timed.Await(wt)
+		close(stop)
+		busy.Await(wt)
+	}, weft.WithLoops(2))
+	if !movedIn.Load() {
+		t.Fatal("the task under a deadline never moved to the idle loop")
+	}
+	if deadlineErr != weft.ErrTimeout {
+		t.Fatalf("Timeout = %v, want ErrTimeout", deadlineErr)
+	}
+	if late > 200*time.Millisecond {
+		t.Fatalf("the deadline reached the moved task %v late", late)
+	}
+}

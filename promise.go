@@ -344,6 +344,7 @@ func (p *Promise[T]) result() (T, error) {
 	err := p.p.err
 	if err != nil {
 		p.p.markHandled()
+		loud(err) // a misuse is re-raised, not returned
 	}
 	return p.val, err
 }

@@ -26,8 +26,9 @@ type options struct {
 	layer     map[any]any // the layers' settings (layerOption)
 	logger    *slog.Logger
 	loggerSet bool
-	loops     int // WithLoops
-	loopsSet  bool
+	loops     int        // WithLoops
+	loopsSet  bool       // WithLoops was given (a number, or LoopsFromEnv)
+	loopsEnv  bool       // ... with LoopsFromEnv: loops holds WEFT_LOOPS's number
 	obs       obsOptions // WithWatchdog, WithTrace (obs.go)
 	err       error      // a bad option; Run returns it
 }
@@ -128,6 +129,9 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 		}
 	}
 	errs = append(errs, rs.unobservedErrors()...)
+	for _, err := range errs {
+		loud(err) // a misuse in main or in a task nobody awaited: Run's caller panics
+	}
 	switch len(errs) {
 	case 0:
 		return v, nil

@@ -9,6 +9,7 @@ package weft
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -89,16 +90,18 @@ func (rs *runState) unlock() {
 }
 
 // loopCount returns n for WithLoops(n): 0 means GOMAXPROCS; without the
-// option, the WEFT_LOOPS environment variable, else 1.
+// option, 1. The environment is read only when the program asks for it
+// (LoopsFromEnv), or in this project's own test runs (envLoopsByDefault,
+// a build tag's).
 func loopCount(o *options) int {
-	n := 1
 	if o.seeded() {
 		return 1 // a seeded Run steps its simulated loops on one (seed.go)
 	}
+	n := 1
 	if o.loopsSet {
 		n = o.loops
-	} else if s := os.Getenv("WEFT_LOOPS"); s != "" {
-		if v, err := strconv.Atoi(s); err == nil && v >= 0 {
+	} else if envLoopsByDefault {
+		if v, err := envLoops(); err == nil {
 			n = v
 		}
 	}
@@ -108,12 +111,36 @@ func loopCount(o *options) int {
 	return n
 }
 
+// LoopsFromEnv, given to WithLoops, takes the number of loops from the
+// WEFT_LOOPS environment variable when the Run starts: unset or empty
+// means 1, 0 means GOMAXPROCS, and anything but a number >= 0 makes Run
+// return an error. It is how a program lets its operator choose; a Run
+// that does not ask never reads the environment, since several loops
+// change what a program may assume (tasks of different loops run in
+// parallel: see WithLoops). Under WithSeed, the environment is not read
+// (one simulated loop), so that it cannot change a seed's schedule.
+const LoopsFromEnv = -1 << 20
+
+// envLoops reads WEFT_LOOPS.
+func envLoops() (int, error) {
+	s := os.Getenv("WEFT_LOOPS")
+	if s == "" {
+		return 1, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("weft: WEFT_LOOPS=%q: want a number of loops >= 0 (0: GOMAXPROCS)", s)
+	}
+	return v, nil
+}
+
 // WithLoops runs the Run on n loops, each on a goroutine (and so a core)
 // of its own; a busy loop hands runnable tasks over to an idle one (see
-// Local for tasks that must stay). The
-// default is 1, or the WEFT_LOOPS environment variable: one loop is
-// today's behaviour, with one deterministic schedule; n = 0 means
-// GOMAXPROCS. n < 0 panics with "weft:".
+// Local for tasks that must stay). The default is 1: one loop, one
+// deterministic schedule, no two tasks ever running at once. n = 0 means
+// GOMAXPROCS; n = LoopsFromEnv takes the number from the WEFT_LOOPS
+// environment variable (the environment is never read otherwise). Any
+// other n < 0 panics with "weft:".
 //
 // With several loops, what still holds: a task's own code runs in order;
 // a settle, a channel send, an Unlock or Set happens before the wait it
@@ -127,12 +154,19 @@ func loopCount(o *options) int {
 // WithVirtualTime: the loops share one clock, which advances only when
 // every loop is idle.
 func WithLoops(n int) Option {
-	if n < 0 {
+	if n < 0 && n != LoopsFromEnv {
 		panic("weft: WithLoops with a negative number of loops")
 	}
 	return func(o *options) {
-		o.loops = n
-		o.loopsSet = true
+		o.loops, o.loopsSet, o.loopsEnv = n, true, false
+		if n == LoopsFromEnv {
+			v, err := envLoops()
+			if err != nil {
+				o.err = err
+				return
+			}
+			o.loops, o.loopsEnv = v, true
+		}
 	}
 }
 

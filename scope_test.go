@@ -171,7 +171,11 @@ func TestGroupInsideProtectIsNotCutShort(t *testing.T) {
 	}, weft.WithVirtualTime(epoch))
 }
 
-func TestGroupGoInsideProtectStartsShieldedAndIsCancelledAfter(t *testing.T) {
+// A task started with g.Go from inside a Protect opened within the group
+// belongs to the group (Eio's rule): the group's cancellation reaches it
+// at once, shield or not. (It was once shielded until the Protect
+// returned.)
+func TestGroupGoInsideProtectBelongsToTheGroup(t *testing.T) {
 	run(t, func(wt *weft.Task) {
 		var startedCancelled bool
 		var lateErr error
@@ -195,11 +199,11 @@ func TestGroupGoInsideProtectStartsShieldedAndIsCancelledAfter(t *testing.T) {
 		wt.Sleep(time.Millisecond)
 		worker.Cancel()
 		worker.Await(wt)
-		if startedCancelled {
-			t.Fatal("a group task started inside Protect started cancelled")
+		if !startedCancelled {
+			t.Fatal("a task of a cancelled group started inside Protect did not start cancelled")
 		}
-		if !errors.Is(lateErr, context.Canceled) || after != time.Second {
-			t.Fatalf("after Protect returned, the task's sleep = %v after %v", lateErr, after)
+		if !errors.Is(lateErr, context.Canceled) || after != 0 {
+			t.Fatalf("the task's sleep = %v after %v, want cancelled at once", lateErr, after)
 		}
 	}, weft.WithVirtualTime(epoch))
 }
@@ -492,4 +496,66 @@ func TestGroupGoFromAForeignGoroutinePanicsBeforeTouchingTheLoop(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// Issue 17, item 7: a task started with sw.Go from inside a Protect, where
+// sw is a group opened outside it, belongs to sw: sw's failure and its
+// cancellation reach it while the Protect still runs, and the group
+// finishes (it used to be shielded: the Run ended in a deadlock report).
+func TestProtectDoesNotReachIntoAGroupOpenedOutsideIt(t *testing.T) {
+	errBoom := errors.New("boom")
+	for _, how := range []string{"failure", "Cancel"} {
+		run(t, func(wt *weft.Task) {
+			var childErr error
+			never := weft.NewChan[int](0)
+			err := weft.Group(wt, func(sw *weft.TaskGroup) error {
+				sw.Go(func(wt *weft.Task) error {
+					wt.Sleep(time.Millisecond)
+					if how == "Cancel" {
+						sw.Cancel()
+						return nil
+					}
+					return errBoom
+				})
+				return wt.Protect(func(wt *weft.Task) error {
+					p := weft.GoIn(sw, func(wt *weft.Task) (int, error) {
+						_, childErr = never.Recv(wt) // nothing ever sends
+						return 0, childErr
+					})
+					_, err := p.Await(wt) // the Protect waits for it
+					return err
+				})
+			})
+			if how == "failure" && !errors.Is(err, errBoom) {
+				t.Fatalf("%s: Group = %v", how, err)
+			}
+			if how == "Cancel" && err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: Group = %v", how, err)
+			}
+			if !errors.Is(childErr, context.Canceled) {
+				t.Fatalf("%s: the task started inside Protect: %v", how, childErr)
+			}
+		}, weft.WithVirtualTime(epoch))
+	}
+	// A group opened inside the Protect is shielded with everything in it.
+	run(t, func(wt *weft.Task) {
+		var slept error
+		worker := spawn(wt, func(wt *weft.Task) {
+			wt.Protect(func(wt *weft.Task) error {
+				return weft.Group(wt, func(g *weft.TaskGroup) error {
+					g.Go(func(wt *weft.Task) error {
+						slept = wt.Sleep(time.Second)
+						return nil
+					})
+					return nil
+				})
+			})
+		})
+		wt.Sleep(time.Millisecond)
+		worker.Cancel()
+		worker.Await(wt)
+		if slept != nil {
+			t.Fatalf("a task of a group opened inside Protect was cancelled: %v", slept)
+		}
+	}, weft.WithVirtualTime(epoch))
 }

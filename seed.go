@@ -274,7 +274,7 @@ func newSimState(o *options) *simState {
 		return nil
 	}
 	s := &simState{opts: *o.sim, hash: fnvOffset, loops: 1}
-	if o.loopsSet { // WEFT_LOOPS is not read: the environment must not change a seed's schedule
+	if o.loopsSet && !o.loopsEnv { // WEFT_LOOPS is not read: the environment must not change a seed's schedule
 		s.loops = o.loops
 		if s.loops == 0 {
 			s.loops = runtime.GOMAXPROCS(0)

@@ -63,7 +63,7 @@ type taskExtra struct {
 	op          *poller.Op     // the completion-based operation waited on (waitFD), if any
 	timer       timer          // the task's sleep
 	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
-	ctx         *taskContext   // created by Context on first use
+	ctxs        []*scope       // run lock: the scopes whose context Context made (context.go)
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
 	batch       bool           // in (or last queued in) the batch lane
@@ -260,7 +260,7 @@ func (t *Task) finish(err error) {
 		l.reach(c, nil) // they no longer run under t's deadline
 	}
 	rs.unlock()
-	t.closeContext()
+	t.closeContexts()
 	rs.obsFinish(t)
 	l.live--
 	if err != nil && t != rs.main && !isCancellation(err) && !rs.isDeadlockErr(err) {

@@ -1,0 +1,5 @@
+//go:build !weft_envloops
+
+package weft_test
+
+const envLoopsTag = false

@@ -22,7 +22,7 @@ var coreFiles = []string{
 	"doc.go", "errors.go", "external.go", "fdwait.go", "finish.go", "first.go", "group.go",
 	"labels.go", "loop.go", "obs.go", "dump.go", "watchdog.go", "tracehook.go", "tasklabels.go", "park.go", "promise.go", "queue.go",
 	"readiness_unix.go", "readynow_*.go", "run.go", "runstate.go", "sched.go", "task.go",
-	"timers.go", "unobserved.go",
+	"timers.go", "unobserved.go", "owner*.go", "envloops_*.go",
 	"network.go", "seed.go", // simulation
 }
 

@@ -24,4 +24,9 @@ func BenchmarkCancel(b *testing.B)        { benchmarks.Cancel(b) }
 func BenchmarkContextCancel(b *testing.B) { benchmarks.ContextCancel(b) }
 
 func BenchmarkCheckpoint(b *testing.B) { benchmarks.Checkpoint(b) }
-func BenchmarkGosched(b *testing.B)    { benchmarks.Gosched(b) }
+
+func BenchmarkGroupGo(b *testing.B)       { benchmarks.GroupGo(b) }
+func BenchmarkWaitGroupGo(b *testing.B)   { benchmarks.WaitGroupGo(b) }
+func BenchmarkOffload(b *testing.B)       { benchmarks.OffloadRoundTrip(b) }
+func BenchmarkWorkerHandoff(b *testing.B) { benchmarks.WorkerHandoff(b) }
+func BenchmarkGosched(b *testing.B)       { benchmarks.Gosched(b) }

@@ -398,11 +398,15 @@ func (c *Chan[T]) close(recvErr, sendErr error) bool {
 	for _, q := range []*waitQueue[T]{&c.recvq, &c.sendq} {
 		for nd := q.head; nd != nil; {
 			next := nd.next
-			q.remove(nd)
-			if nd.claim() {
-				nd.state = nodeClosed
-				ws.add(nd.waker())
+			r := nd
+			if nd.kind == nodeSelect {
+				r = nd.claimSelect() // before the unlink: it looks at the nodes behind nd
 			}
+			if r != nil {
+				r.state = nodeClosed
+				ws.add(r.waker())
+			}
+			q.remove(nd)
 			if nd.kind == nodeGoroutine {
 				c.goWaits--
 			}
@@ -703,26 +707,24 @@ func (c *Chan[T]) takeLocked(ws *wakers) (T, bool) {
 
 // receiverLocked claims the first waiting receiver that can still be
 // satisfied, unlinking dead Select cases on the way; nil if none.
-func (c *Chan[T]) receiverLocked() *waitNode[T] {
-	for nd := c.recvq.head; nd != nil; {
-		next := nd.next
-		if nd.claim() {
-			return nd
-		}
-		c.recvq.remove(nd)
-		nd = next
-	}
-	return nil
-}
+func (c *Chan[T]) receiverLocked() *waitNode[T] { return claimFirst(&c.recvq) }
 
 // senderLocked is receiverLocked for the waiting senders.
-func (c *Chan[T]) senderLocked() *waitNode[T] {
-	for nd := c.sendq.head; nd != nil; {
-		next := nd.next
-		if nd.claim() {
+func (c *Chan[T]) senderLocked() *waitNode[T] { return claimFirst(&c.sendq) }
+
+// claimFirst claims the first waiter of q that can still be satisfied (for
+// a Select, one of its cases queued there: claimSelect), unlinking dead
+// Select cases on the way; nil if none.
+func claimFirst[T any](q *waitQueue[T]) *waitNode[T] {
+	for nd := q.head; nd != nil; {
+		if nd.kind != nodeSelect {
 			return nd
 		}
-		c.sendq.remove(nd)
+		if r := nd.claimSelect(); r != nil {
+			return r
+		}
+		next := nd.next
+		q.remove(nd)
 		nd = next
 	}
 	return nil

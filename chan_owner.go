@@ -198,8 +198,14 @@ func openHandOvers(l *loop) {
 			handOverQueues.Store(x, &handOvers{kick: make(chan struct{}, 1)})
 		}
 		return &struct{}{}, func() {
+			// The loops' inboxes are closed: a flip posted before that
+			// but not yet served would be lost (and its asker blocked for
+			// good), so serve what is left. One asked from now on finds
+			// the inbox closed, or no queue, and flips itself.
 			for _, x := range loops {
-				handOverQueues.Delete(x)
+				if q, ok := handOverQueues.LoadAndDelete(x); ok {
+					q.(*handOvers).serve()
+				}
 			}
 		}
 	})

@@ -21,12 +21,25 @@ package weft
 // task lists the scopes that have one (taskExtra.ctxs), both under the
 // run lock, since a cancellation walk from another loop cancels them
 // (refresh). A context's own cancel is safe from any goroutine.
+//
+// Besides the task's own code, a goroutine that runs work on its behalf
+// (an Offload job: a helper, see beginHelp) may ask for the context: that
+// of the scope the task's code was in when the work began, since that is
+// what the work runs under. Such a goroutine must not touch the scopes
+// (with one loop the run lock is no lock), so it asks the task's loop to
+// make the context and waits for the answer: one loop round trip, the
+// first time only. If the scope has ended meanwhile, or the task has
+// finished, it gets a context that is already done, with errScopeEnded or
+// errTaskFinished.
 
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/weft-go/weft/internal/coro"
 )
 
 type taskContext struct {
@@ -92,10 +105,15 @@ func (t *Task) context() context.Context {
 	rs := t.rs
 	rs.lock()
 	defer rs.unlock()
+	return t.scopeContext(x, s)
+}
+
+// scopeContext returns the context of s, a scope of t's code, making it on
+// first use. Run lock held, on t's loop.
+func (t *Task) scopeContext(x *taskExtra, s *scope) *taskContext {
 	st := s.state()
 	if st.ctx == nil {
-		ctx, cancel := context.WithCancelCause(context.WithoutCancel(rs.ctx))
-		c := &taskContext{Context: ctx, cancel: cancel}
+		c := newTaskContext(t.rs)
 		if d := chainDeadline(s); d != nil {
 			l := t.loop
 			c.deadline = l.clock.Now().Add(time.Duration(d.when - l.clock.Nanotime()))
@@ -108,6 +126,12 @@ func (t *Task) context() context.Context {
 		}
 	}
 	return st.ctx
+}
+
+// newTaskContext makes a context that carries the values of rs's context.
+func newTaskContext(rs *runState) *taskContext {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(rs.ctx))
+	return &taskContext{Context: ctx, cancel: cancel}
 }
 
 // cancelContexts cancels the contexts of t's scopes that a cancellation
@@ -156,4 +180,164 @@ func (t *Task) closeContexts() {
 	}
 	x.ctxs = nil
 	rs.unlock()
+}
+
+// helper is a goroutine that runs work on behalf of a task (an Offload
+// job), between beginHelp and the end of the work: it may call t.Context().
+type helper struct {
+	t   *Task
+	s   *scope       // the scope t's code was in when the work began
+	ctx *taskContext // helpers.mu: the context, once the loop has answered
+}
+
+// helpers records the helpers at work, for Context. With a goroutine
+// identifier (coro.HaveGetg) a helper is known by its goroutine; without
+// one, any goroutine may call Context while the task has a helper at work.
+var helpers struct {
+	running atomic.Int32 // helpers at work, in all Runs: Context looks no further while 0
+	mu      sync.Mutex
+	byG     map[uintptr]*helper // guarded by mu: with Getg, each helper goroutine's
+	byT     map[*Task][]*helper // guarded by mu: without Getg, each task's
+}
+
+// beginHelp readies, on t's own code, work that another goroutine will run
+// on t's behalf: that goroutine calls enter first and leave last, and may
+// call t.Context() in between.
+func (t *Task) beginHelp() helper {
+	t.extra() // made now: the loop's answer to the helper must not make it under the run lock
+	return helper{t: t, s: t.innermost()}
+}
+
+// enter marks the calling goroutine as h's until leave, which it must call
+// with what enter returned.
+func (h *helper) enter() uintptr {
+	g := coro.Getg()
+	helpers.mu.Lock()
+	if coro.HaveGetg {
+		if helpers.byG == nil {
+			helpers.byG = map[uintptr]*helper{}
+		}
+		helpers.byG[g] = h
+	} else {
+		if helpers.byT == nil {
+			helpers.byT = map[*Task][]*helper{}
+		}
+		helpers.byT[h.t] = append(helpers.byT[h.t], h)
+	}
+	helpers.running.Add(1)
+	helpers.mu.Unlock()
+	return g
+}
+
+// leave ends what enter began.
+func (h *helper) leave(g uintptr) {
+	helpers.mu.Lock()
+	if coro.HaveGetg {
+		delete(helpers.byG, g)
+	} else {
+		hs := helpers.byT[h.t]
+		for i, x := range hs {
+			if x == h {
+				hs = append(hs[:i], hs[i+1:]...)
+				break
+			}
+		}
+		if len(hs) == 0 {
+			delete(helpers.byT, h.t)
+		} else {
+			helpers.byT[h.t] = hs
+		}
+	}
+	helpers.running.Add(-1)
+	helpers.mu.Unlock()
+}
+
+// helperOf returns the helper of t that calls, or nil.
+func helperOf(t *Task) *helper {
+	if helpers.running.Load() == 0 {
+		return nil
+	}
+	helpers.mu.Lock()
+	defer helpers.mu.Unlock()
+	if coro.HaveGetg {
+		if h := helpers.byG[coro.Getg()]; h != nil && h.t == t {
+			return h
+		}
+		return nil
+	}
+	if hs := helpers.byT[t]; len(hs) > 0 {
+		return hs[len(hs)-1]
+	}
+	return nil
+}
+
+// context is Context for the helper: the context of the scope its work
+// began in, made by the task's loop.
+func (h *helper) context() context.Context {
+	helpers.mu.Lock()
+	c := h.ctx
+	helpers.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	reply := make(chan *taskContext, 1)
+	rs := h.t.rs
+	rs.lock()
+	l := h.t.loop
+	rs.unlock()
+	h.ask(l, reply)
+	c = <-reply
+	helpers.mu.Lock()
+	h.ctx = c
+	helpers.mu.Unlock()
+	return c
+}
+
+// ask has loop l answer the helper's request for the context, passing it
+// on to the task's loop if the task has moved.
+func (h *helper) ask(l *loop, reply chan<- *taskContext) {
+	t := h.t
+	rs := t.rs
+	if !l.post(func() {
+		rs.lock()
+		if to := t.loop; to != l {
+			rs.unlock()
+			h.ask(to, reply)
+			return
+		}
+		c := h.contextOnLoop()
+		rs.unlock()
+		reply <- c
+	}) {
+		// The loop has ended (the Run unwinds): t has finished.
+		c := newTaskContext(rs)
+		c.cancelWith(errTaskFinished)
+		reply <- c
+	}
+}
+
+// contextOnLoop is the context of the scope h's work began in, if t's
+// code is still in it; otherwise a context already done. Run lock held,
+// on t's loop, between tasks.
+func (h *helper) contextOnLoop() *taskContext {
+	t := h.t
+	cause := error(errTaskFinished)
+	if t.state == stateDone {
+		if st := t.root.st; st != nil && st.cause != nil {
+			cause = st.cause // it was cancelled before it finished: so would its context have been
+		}
+	} else {
+		cause = errScopeEnded
+		for s := t.innermost(); s != nil; s = s.parent {
+			if s == h.s {
+				return t.scopeContext(t.x, s)
+			}
+			if s == &t.root {
+				break
+			}
+		}
+	}
+	c := newTaskContext(t.rs)
+	c.cancelWith(cause)
+	return c
 }

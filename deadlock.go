@@ -23,7 +23,8 @@ func (l *loop) onDeadlock() {
 func (rs *runState) deadlockError(blocked []*Task) *DeadlockError {
 	d := &DeadlockError{MainBlocked: rs.main.state != stateDone}
 	for _, t := range blocked {
-		bt := BlockedTask{Name: t.name(), Func: t.funcName(), Started: t.spawnSite(), Op: "?", Waiting: "?"}
+		bt := BlockedTask{Name: t.name(), Func: t.funcName(), Started: t.spawnSite(), Op: "?", Waiting: "?",
+			TaskName: t.givenName(), StartedBy: t.how.String()}
 		if ws := t.x.w; ws != nil {
 			bt.Op = ws.op
 			bt.Waiting = userSite(ws.pcs[:])

@@ -21,6 +21,7 @@ type taskSnap struct {
 	name       string
 	fn         uintptr
 	spawnPC    uintptr
+	how        spawnOp
 	state      taskView
 	rec        obsWaitRec    // valid if state is viewWaiting
 	ran        time.Duration // if running: how long it has held its loop at least (0: not known)
@@ -64,7 +65,7 @@ func (rs *runState) snapshot() runSnap {
 	o.mu.Lock()
 	s.tasks = make([]taskSnap, 0, o.count)
 	for t := o.head; t != nil; t = t.obs.next {
-		ts := taskSnap{id: t.id, parent: t.parent, loop: t.loopIndex(), fn: t.job.funcPC(), spawnPC: t.spawnPC}
+		ts := taskSnap{id: t.id, parent: t.parent, loop: t.loopIndex(), fn: t.job.funcPC(), spawnPC: t.spawnPC, how: t.how}
 		home := t.loop.id // the loop that runs it (one for all simulated loops)
 		tok := t.waitTok.Load()
 		if r := t.obs.rec.Load(); r != nil {
@@ -170,6 +171,11 @@ func writeRunSnap(w *bufio.Writer, s runSnap) {
 // writeTaskLine writes one task:
 //
 //	task 3 "fetch" (main.fetch) parent 1: waiting on timer (Sleep, due in 1s) for 2s at x.go:12; started at x.go:30
+//	task 4 (main.worker) parent 1: waiting on channel (Chan.Recv) for 1s at x.go:40; started by TaskGroup.Go at x.go:31
+//
+// The function is the user's, also for a task that weft runs through a
+// wrapper (a group's task); "started by" names the operation that started
+// it, unless that was Go.
 func writeTaskLine(w *bufio.Writer, s runSnap, ts *taskSnap, sites *siteCache) {
 	fmt.Fprintf(w, "task %d", ts.id)
 	if ts.name != "" {
@@ -205,6 +211,10 @@ func writeTaskLine(w *bufio.Writer, s runSnap, ts *taskSnap, sites *siteCache) {
 	started := "Run"
 	if ts.spawnPC != 0 {
 		started = sites.pc(ts.spawnPC)
+	}
+	if ts.how != spawnGo && ts.how != spawnRun {
+		fmt.Fprintf(w, "; started by %s at %s\n", ts.how, started)
+		return
 	}
 	fmt.Fprintf(w, "; started at %s\n", started)
 }
@@ -246,9 +256,21 @@ func (c *siteCache) user(pcs [8]uintptr) string {
 // describeWait names what a wait waits on.
 func describeWait(s runSnap, r *obsWaitRec) string {
 	switch r.kind {
-	case waitPromise:
-		return "promise (" + opOr(r.op, "Await") + ")"
-	case waitMulti:
+	case waitPromise, waitMulti:
+		switch r.op {
+		case "Group":
+			return "its group's tasks (Group)"
+		case "First", "Timeout":
+			return "its children (" + r.op + ")"
+		case "TaskGroup.Start":
+			return "the new task to call ready (TaskGroup.Start)"
+		}
+		if op, ok := strings.CutSuffix(r.op, " (limit)"); ok {
+			return "a place under its group's limit (" + op + ")"
+		}
+		if r.kind == waitPromise {
+			return "promise (" + opOr(r.op, "Await") + ")"
+		}
 		return "promises (" + opOr(r.op, "All") + ")"
 	case waitTimer:
 		due := r.detail - s.now

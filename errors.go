@@ -117,14 +117,19 @@ type DeadlockError struct {
 // BlockedTask describes a task found waiting in a deadlock.
 type BlockedTask struct {
 	Name    string // "main" or "task N", N counting spawns from 1 (main)
-	Func    string // the function the task runs
+	Func    string // the function the task runs: the user's, also for a group's task
 	Started string // file:line where it was started (Go, First, Group.Go); "Run" for main
-	Op      string // what it waits in: "Await", "All", "Race", ...
+	Op      string // what it waits in: "Await", "All", "Race", "Group", "First", "Chan.Recv", ...
 	Waiting string // file:line of that call in the task's code
+
+	TaskName  string // the name the task gave itself with SetName, "" if none
+	StartedBy string // what started it: "Go", "TaskGroup.Go", "GoIn", "First", ...; "Run" for main
 }
 
 // Error starts with "weft: deadlock: " and lists every blocked task on a
-// line of its own.
+// line of its own:
+//
+//	task 3 "fetch" example.com/app.fetch, started by TaskGroup.Go at app.go:30, waiting in Chan.Recv at app.go:12
 func (e *DeadlockError) Error() string {
 	var b strings.Builder
 	if e.MainBlocked {
@@ -133,7 +138,16 @@ func (e *DeadlockError) Error() string {
 		fmt.Fprintf(&b, "weft: deadlock: main returned, but %d task(s) wait on promises nothing can resolve", len(e.Blocked))
 	}
 	for _, t := range e.Blocked {
-		fmt.Fprintf(&b, "\n\t%s %s, started at %s, waiting in %s at %s", t.Name, t.Func, t.Started, t.Op, t.Waiting)
+		b.WriteString("\n\t")
+		b.WriteString(t.Name)
+		if t.TaskName != "" && t.TaskName != t.Name {
+			fmt.Fprintf(&b, " %q", t.TaskName)
+		}
+		fmt.Fprintf(&b, " %s, started", t.Func)
+		if t.StartedBy != "" && t.StartedBy != "Go" && t.StartedBy != "Run" {
+			fmt.Fprintf(&b, " by %s", t.StartedBy)
+		}
+		fmt.Fprintf(&b, " at %s, waiting in %s at %s", t.Started, t.Op, t.Waiting)
 	}
 	return b.String()
 }

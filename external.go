@@ -28,6 +28,9 @@ type extOp struct {
 // may block indefinitely). fn must be safe off the loop. When it returns, the
 // loop marks op done and wakes t if t is waiting for it.
 func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
+	if ownerChecks {
+		l.assertOwner("the external-work count")
+	}
 	l.external++
 	fn = l.traceExternal(op, fn)
 	start(func() {
@@ -38,6 +41,9 @@ func (l *loop) startExternal(op *extOp, start func(func()), fn func()) {
 		// If the loop has ended (only when Run unwinds after a Goexit), the
 		// post is refused and there is nobody left to tell.
 		l.post(func() {
+			if ownerChecks {
+				l.assertOwner("the external-work count")
+			}
 			l.external--
 			l.traceExternalDone(op)
 			op.done.Store(true)

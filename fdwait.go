@@ -39,11 +39,15 @@ type fdWaiters struct {
 }
 
 type fdTable struct {
+	owner   *loop // for the owner checks (owner.go)
 	byFD    map[int]*fdWaiters
 	waiting int // tasks waiting on any fd
 }
 
 func (ft *fdTable) add(fd int, m poller.Mode, t *Task) {
+	if ownerChecks {
+		ft.owner.assertOwner("the fd table")
+	}
 	if ft.byFD == nil {
 		ft.byFD = make(map[int]*fdWaiters)
 	}
@@ -63,6 +67,9 @@ func (ft *fdTable) add(fd int, m poller.Mode, t *Task) {
 
 // remove withdraws the waiting task t (cancelled or unwound).
 func (ft *fdTable) remove(l *loop, t *Task) {
+	if ownerChecks {
+		l.assertOwner("the fd table")
+	}
 	fd, mode := t.x.fd, t.x.fdMode
 	w := ft.byFD[fd]
 	if w == nil {
@@ -93,6 +100,9 @@ func (ft *fdTable) remove(l *loop, t *Task) {
 // watch registers fd, which the I/O layer owns, edge-triggered, and
 // returns its entry, which stays the same until unwatch.
 func (ft *fdTable) watch(l *loop, fd int) (*fdWaiters, error) {
+	if ownerChecks {
+		l.assertOwner("the fd table")
+	}
 	if err := l.poller.Watch(fd); err != nil {
 		return nil, err
 	}
@@ -115,6 +125,9 @@ func (w *fdWaiters) drain() {
 // unwatch withdraws a watched fd before it is closed, waking its waiters
 // (they find it closing and return net.ErrClosed).
 func (ft *fdTable) unwatch(l *loop, fd int) {
+	if ownerChecks {
+		l.assertOwner("the fd table")
+	}
 	w := ft.byFD[fd]
 	if w == nil || !w.watched {
 		return

@@ -74,7 +74,7 @@ func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {
 	ps := make([]*Promise[T], 0, len(fs))
 	cores := make([]*promise, 0, len(fs))
 	for _, f := range fs {
-		p := spawn(t, f, pc)
+		p := spawnIn(t, t.innermost(), f, pc, spawnFirst, 0, nil)
 		ps = append(ps, p)
 		cores = append(cores, &p.p)
 		if anySettled(cores) {

@@ -44,9 +44,9 @@ func Generate[T any](t *Task, buffer int, produce func(t *Task, yield func(T) er
 	}
 	c := NewChan[T](buffer)
 	c.stopOnBreak = true
-	spawn(t, func(pt *Task) (struct{}, error) {
+	spawnIn(t, t.innermost(), func(pt *Task) (struct{}, error) {
 		return struct{}{}, runProducer(pt, c, produce)
-	}, pc)
+	}, pc, spawnGenerate, funcPC(produce), nil)
 	return c
 }
 

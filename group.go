@@ -117,7 +117,7 @@ func (g *TaskGroup) join(t *Task) {
 		for _, d := range stop {
 			t.loop.cancel(d, errDaemonStopped)
 		}
-		if err := t.awaitOne(&idle.p); err != nil {
+		if err := t.awaitOne(&idle.p, "Group"); err != nil {
 			// The loop is unwinding (deadlock, Goexit): stop waiting.
 			rs.lock()
 			g.errs = append(g.errs, err)
@@ -198,7 +198,7 @@ func (g *TaskGroup) Go(f func(t *Task) error) {
 	if f == nil {
 		panic("weft: TaskGroup.Go called with a nil function")
 	}
-	startIn(g, "TaskGroup.Go", pc, groupTask, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+	startIn(g, spawnGroupGo, pc, funcPC(f), groupTask, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
 }
 
 // GoIn starts f as a task of g, as g.Go does, and returns the promise of
@@ -214,7 +214,7 @@ func GoIn[T any](g *TaskGroup, f func(t *Task) (T, error)) *Promise[T] {
 	if f == nil {
 		panic("weft: GoIn called with a nil function")
 	}
-	return startIn(g, "GoIn", pc, groupTask, f)
+	return startIn(g, spawnGoIn, pc, funcPC(f), groupTask, f)
 }
 
 // GoDaemon starts f as a daemon of the group (Eio's fork_daemon): a task
@@ -230,7 +230,7 @@ func (g *TaskGroup) GoDaemon(f func(t *Task) error) {
 	if f == nil {
 		panic("weft: TaskGroup.GoDaemon called with a nil function")
 	}
-	startIn(g, "TaskGroup.GoDaemon", pc, groupDaemon, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+	startIn(g, spawnGoDaemon, pc, funcPC(f), groupDaemon, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
 }
 
 // errNotReady is what Start returns when its function finished without
@@ -266,7 +266,7 @@ func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
 		}
 		settle(struct{}{}, nil)
 	}
-	startIn(g, "TaskGroup.Start", pc, groupTask, func(t *Task) (v struct{}, err error) {
+	startIn(g, spawnStart, pc, funcPC(f), groupTask, func(t *Task) (v struct{}, err error) {
 		defer func() {
 			if called.Load() || gaveUp.Load() {
 				return
@@ -283,7 +283,14 @@ func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
 		}()
 		return struct{}{}, f(t, ready)
 	})
-	_, err := started.Await(cur)
+	// Await, but reported as waiting in TaskGroup.Start.
+	err := cur.cancelPoint()
+	if err == nil && !started.p.settled() {
+		err = cur.awaitOne(&started.p, "TaskGroup.Start")
+	}
+	if err == nil {
+		_, err = started.result()
+	}
 	if err != nil && !called.Load() && isCancellation(err) && !started.Settled() {
 		gaveUp.Store(true) // the caller gave up: failures now count for the group
 	}
@@ -361,9 +368,11 @@ func (g *TaskGroup) caller(op string) *Task {
 	return cur
 }
 
-// startIn starts f as a task of g on behalf of the calling task.
-func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f func(t *Task) (T, error)) *Promise[T] {
-	cur := g.caller(op)
+// startIn starts f as a task of g on behalf of the calling task, for the
+// operation how called at pc; user is the user's function, which f may
+// wrap.
+func startIn[T any](g *TaskGroup, how spawnOp, pc, user uintptr, kind groupTaskKind, f func(t *Task) (T, error)) *Promise[T] {
+	cur := g.caller(how.String())
 	rs := cur.rs
 	if kind == groupTask {
 		rs.lock()
@@ -377,7 +386,7 @@ func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f f
 		g.running++
 		rs.unlock()
 		if slot != nil {
-			g.waitSlot(cur, slot)
+			g.waitSlot(cur, slot, how)
 		}
 	}
 	wrapped := func(t *Task) (v T, err error) {
@@ -391,7 +400,7 @@ func startIn[T any](g *TaskGroup, op string, pc uintptr, kind groupTaskKind, f f
 	}
 	// The task starts in the group's scope, wherever cur's code is (see
 	// TaskGroup).
-	return spawnIn(cur, &g.scope, wrapped, pc, func(c *Task) {
+	return spawnIn(cur, &g.scope, wrapped, pc, how, user, func(c *Task) {
 		if kind == groupDaemon {
 			rs.lock()
 			g.daemons = append(g.daemons, c)
@@ -457,6 +466,7 @@ func (g *TaskGroup) countOut(t *Task, kind groupTaskKind) {
 // countOutLocked counts t out (run lock held) and returns the slots it
 // lets through and the join's promise to settle, if the join waits.
 func (g *TaskGroup) countOutLocked(t *Task, kind groupTaskKind) (granted []*Promise[struct{}], idle *Promise[struct{}]) {
+	t.rs.assertRunLocked("a group's bookkeeping")
 	if kind == groupTask {
 		g.running--
 		g.counted--
@@ -493,12 +503,13 @@ func (g *TaskGroup) handle(t *Task, h func(error), err error) {
 	h(err)
 }
 
-// waitSlot suspends cur until the group grants slot, its place under the
-// limit (grantSlots reserves it: counted already includes it).
-func (g *TaskGroup) waitSlot(cur *Task, slot *Promise[struct{}]) {
+// waitSlot suspends cur, in the operation how, until the group grants
+// slot, its place under the limit (grantSlots reserves it: counted already
+// includes it).
+func (g *TaskGroup) waitSlot(cur *Task, slot *Promise[struct{}], how spawnOp) {
 	release := cur.holdCancel()
 	defer release()
-	if err := cur.awaitOne(&slot.p); err != nil {
+	if err := cur.awaitOne(&slot.p, how.String()+" (limit)"); err != nil {
 		// The loop is unwinding (deadlock, Goexit): start the task and let
 		// it fail; the slot it takes is its own.
 		cur.rs.lock()

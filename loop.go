@@ -42,6 +42,7 @@ package weft
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,7 +140,13 @@ type loop struct {
 	obs        loopObs       // published for observers: the switch word (obs.go)
 	kaParked   *Task         // loop-owned: tasks parked on a keepAliveSource (park.go)
 	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (balance.go)
-	preempt    atomic.Uint32 // the running task's next Checkpoint must look (inbox)
+
+	// The thread of control, for the owner checks (owner.go): the
+	// coroutine running for the loop now (nil: the loop's goroutine,
+	// loopG). Written only when ownerChecks is on.
+	thread  *coro.Coro
+	loopG   uintptr
+	preempt atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 
 func newLoop(rs *runState, id int, o options) (*loop, error) {
@@ -154,6 +161,7 @@ func newLoop(rs *runState, id int, o options) (*loop, error) {
 	if l.caps.Completion {
 		l.ring = p.(poller.Completer)
 	}
+	l.timers.owner, l.fds.owner = l, l
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
@@ -297,6 +305,12 @@ func (l *loop) drainInbox() {
 // task that was waiting has been woken by an event: that is counted, so that
 // a CPU-bound task's next Checkpoint gives way to it.
 func (l *loop) ready(t *Task) {
+	if ownerChecks {
+		l.assertOwner("the run queue")
+		if t.loop != l {
+			panic("weft: internal error: a task of another loop made runnable on loop " + strconv.Itoa(l.id))
+		}
+	}
 	if s := l.sim; s != nil {
 		s.noteReady(t)
 	}
@@ -365,9 +379,13 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 	var done bool
 	if t.co == nil {
 		t.co = l.coroutine()
+		prev := l.switchTo(t.co)
 		done = t.co.Start(t.job)
+		l.switchBack(prev)
 	} else {
+		prev := l.switchTo(t.co)
 		done = t.co.Resume()
+		l.switchBack(prev)
 	}
 	l.current = nil
 	if done {
@@ -474,6 +492,8 @@ func (l *loop) run() {
 			panic(err)
 		}
 	}
+	l.ownLoopGoroutine(true)
+	defer l.ownLoopGoroutine(false)
 	for {
 		if l.aborted {
 			return

@@ -57,6 +57,9 @@ func TestWithLoopsZeroMeansGOMAXPROCS(t *testing.T) {
 			t.Fatalf("a task ran on loop %d of %d", l, runtime.GOMAXPROCS(0))
 		}
 	}
+	if runtime.GOMAXPROCS(0) > 1 && len(seen) < 2 {
+		t.Fatalf("64 busy tasks ran on loops %v only, of %d", seen, runtime.GOMAXPROCS(0))
+	}
 }
 
 func spinFor(d time.Duration) {
@@ -66,13 +69,17 @@ func spinFor(d time.Duration) {
 
 func TestGoRunsTheChildFirstOnSeveralLoops(t *testing.T) {
 	for _, n := range []int{2, 4, 8} {
+		var onLoop sync.Map
 		run(t, func(wt *weft.Task) {
 			var ps []*weft.Promise[struct{}]
-			for range 2000 {
+			// 2000 spawns, and more while no task has run on another loop
+			// (on a loaded machine the other loops may be slow to start).
+			for i := 0; i < 2000 || (loopsUsed(&onLoop) < 2 && i < 200_000); i++ {
 				var started atomic.Bool
 				ps = append(ps, spawn(wt, func(wt *weft.Task) {
 					started.Store(true)
 					wt.Yield()
+					onLoop.Store(wt.Loop(), true)
 				}))
 				if !started.Load() {
 					t.Fatalf("%d loops: Go returned before the child started", n)
@@ -81,6 +88,9 @@ func TestGoRunsTheChildFirstOnSeveralLoops(t *testing.T) {
 			}
 			weft.All(wt, ps...)
 		}, weft.WithLoops(n))
+		if loopsUsed(&onLoop) < 2 {
+			t.Fatalf("%d loops: the 2000 tasks all ran on one loop", n)
+		}
 	}
 }
 
@@ -141,6 +151,7 @@ func TestCPUBoundTaskMovesItselfWhenWhatIsQueuedMustStay(t *testing.T) {
 
 func TestLocalTasksNeverLeaveTheirLoop(t *testing.T) {
 	var moved atomic.Int32
+	var plainOn sync.Map
 	run(t, func(wt *weft.Task) {
 		var ps []*weft.Promise[struct{}]
 		for range 8 {
@@ -163,6 +174,7 @@ func TestLocalTasksNeverLeaveTheirLoop(t *testing.T) {
 			ps = append(ps, spawn(wt, func(wt *weft.Task) {
 				for range 3000 {
 					wt.Yield()
+					plainOn.Store(wt.Loop(), true)
 				}
 			}))
 		}
@@ -170,6 +182,9 @@ func TestLocalTasksNeverLeaveTheirLoop(t *testing.T) {
 	}, weft.WithLoops(4))
 	if moved.Load() != 0 {
 		t.Fatalf("Local tasks found themselves on another loop %d times", moved.Load())
+	}
+	if loopsUsed(&plainOn) < 2 {
+		t.Fatal("the plain tasks beside the Local ones never left main's loop: nothing was handed over")
 	}
 }
 
@@ -324,17 +339,27 @@ func TestCrossLoopWakesAreNeverLost(t *testing.T) {
 }
 
 func TestDeadlockAcrossLoopsNamesEveryBlockedTask(t *testing.T) {
+	var blockedOn sync.Map
 	_, err := weft.Run(func(wt *weft.Task) (int, error) {
 		a, b := weft.NewChan[int](0), weft.NewChan[int](0)
-		for range 6 {
-			spawn(wt, func(wt *weft.Task) { a.Recv(wt) })
+		for i := range 6 {
 			spawn(wt, func(wt *weft.Task) {
+				weft.PinTo(wt, i%4)
+				blockedOn.Store(wt.Loop(), true)
+				a.Recv(wt)
+			})
+			spawn(wt, func(wt *weft.Task) {
+				weft.PinTo(wt, (i+1)%4)
+				blockedOn.Store(wt.Loop(), true)
 				never, _ := weft.NewPromise[int]()
 				never.Await(wt)
 			})
 		}
 		return b.Recv(wt)
 	}, weft.WithLoops(4))
+	if n := loopsUsed(&blockedOn); n != 4 {
+		t.Fatalf("the blocked tasks waited on %d loop(s), want all 4", n)
+	}
 	var d *weft.DeadlockError
 	if !errors.As(err, &d) || !d.MainBlocked || len(d.Blocked) != 13 {
 		t.Fatalf("Run = %v", err)
@@ -355,6 +380,7 @@ func TestVirtualTimeOnSeveralLoopsAdvancesOnlyWhenAllAreIdle(t *testing.T) {
 	start := time.Unix(0, 0)
 	var mu sync.Mutex
 	var woke []string
+	var wokeOn sync.Map
 	run(t, func(wt *weft.Task) {
 		var ps []*weft.Promise[struct{}]
 		for i := 1; i <= 20; i++ {
@@ -364,6 +390,7 @@ func TestVirtualTimeOnSeveralLoopsAdvancesOnlyWhenAllAreIdle(t *testing.T) {
 					mu.Lock()
 					woke = append(woke, fmt.Sprint(wt.Now().Sub(start)))
 					mu.Unlock()
+					wokeOn.Store(wt.Loop(), true)
 					spinFor(100 * time.Microsecond) // busy: time must not move meanwhile
 				}
 			}))
@@ -382,15 +409,21 @@ func TestVirtualTimeOnSeveralLoopsAdvancesOnlyWhenAllAreIdle(t *testing.T) {
 	if len(woke) != 60 {
 		t.Fatalf("%d wakes", len(woke))
 	}
+	if loopsUsed(&wokeOn) < 2 {
+		t.Fatal("every sleeper woke on one loop: the test proves nothing about several")
+	}
 }
 
 func TestGroupsAndCancellationWorkAcrossLoops(t *testing.T) {
 	boom := errors.New("boom")
 	var cancelled atomic.Int32
+	var ranOn sync.Map
 	run(t, func(wt *weft.Task) {
 		err := weft.Group(wt, func(g *weft.TaskGroup) error {
 			for i := range 50 {
 				g.Go(func(wt *weft.Task) error {
+					weft.PinTo(wt, i%4)
+					ranOn.Store(wt.Loop(), true)
 					// Started by group tasks, wherever they run.
 					g.Go(func(wt *weft.Task) error {
 						if err := wt.Sleep(time.Hour); errors.Is(err, boom) {
@@ -417,6 +450,9 @@ func TestGroupsAndCancellationWorkAcrossLoops(t *testing.T) {
 	}, weft.WithLoops(4))
 	if cancelled.Load() != 99 {
 		t.Fatalf("%d of 99 tasks saw the group's failure as their cause", cancelled.Load())
+	}
+	if n := loopsUsed(&ranOn); n != 4 {
+		t.Fatalf("the group's tasks ran on %d loop(s), want 4", n)
 	}
 }
 

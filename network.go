@@ -87,7 +87,7 @@ func GoWithNetwork[T any](t *Task, n Network, f func(t *Task) (T, error)) *Promi
 	if n == nil {
 		panic("weft: GoWithNetwork called with a nil Network")
 	}
-	return spawnIn(t, t.innermost(), f, pc, func(c *Task) { c.extra().network = n })
+	return spawnIn(t, t.innermost(), f, pc, spawnGoWithNetwork, 0, func(c *Task) { c.extra().network = n })
 }
 
 // network returns the Network t's I/O goes through, nil for the host's.

@@ -333,6 +333,18 @@ func (t *Task) Name() string {
 	return ""
 }
 
+// givenName returns the name t gave itself with SetName, "" if none. t's
+// loop (or t itself) calls it.
+func (t *Task) givenName() string {
+	r := t.obs.rec.Load()
+	if r == nil {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.name
+}
+
 // fdModeString names a direction of an fd wait.
 func fdModeString(m poller.Mode) string {
 	switch m {

@@ -137,8 +137,10 @@ func WithLoopPriority(on bool) Option {
 // Offload runs f on a goroutine of the Run's bounded pool and suspends the
 // task until f returns, then returns f's result. Use it for work that would
 // block the loop: CPU-heavy computation, blocking system calls, cgo, libraries
-// without a weft API. f must not use the Task (it runs on another goroutine)
-// but may use t.Context(). A panic in f becomes a *PanicError.
+// without a weft API. f must not use the Task (it runs on another goroutine,
+// and every Task method panics there) but may call t.Context() and use the
+// context: it is done once the task is cancelled or has finished. A panic
+// in f becomes a *PanicError.
 //
 // While f runs, Run stays alive. The pool's size is set by
 // WithOffloadWorkers (default: GOMAXPROCS, at least 4); calls beyond it
@@ -176,9 +178,16 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 	}
 	var v T
 	var ferr error
-	op := &extOp{t: t}
+	// One allocation for the work and its helper: f may call t.Context().
+	w := &struct {
+		op extOp
+		h  helper
+	}{op: extOp{t: t}, h: t.beginHelp()}
+	op, h := &w.op, &w.h
 	l.startExternal(op, poolOf(l).submit, func() {
+		g := h.enter()
 		defer func() {
+			h.leave(g)
 			if r := recover(); r != nil {
 				ferr = newPanicError(r)
 			}

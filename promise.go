@@ -329,7 +329,7 @@ func (p *Promise[T]) Await(t *Task) (T, error) {
 		return zero, err
 	}
 	if !p.p.settled() {
-		if err := t.awaitOne(&p.p); err != nil {
+		if err := t.awaitOne(&p.p, "Await"); err != nil {
 			var zero T
 			return zero, err
 		}
@@ -349,7 +349,7 @@ func (p *Promise[T]) result() (T, error) {
 	return p.val, err
 }
 
-func (t *Task) awaitOne(p *promise) error {
+func (t *Task) awaitOne(p *promise, op string) error {
 	if err := t.promiseWaitAllowed(); err != nil {
 		return err
 	}
@@ -359,7 +359,7 @@ func (t *Task) awaitOne(p *promise) error {
 	if !p.register(&ws.single) {
 		return nil
 	}
-	t.noteWaitSite("Await")
+	t.noteWaitSite(op)
 	return t.block(waitPromise)
 }
 

@@ -35,6 +35,9 @@ func NewPromiseExternal[T any](t *Task) (*Promise[T], func(v T, err error) bool)
 	p := &Promise[T]{}
 	k := &externalKeep{l: l}
 	k.hook.fn = func() { l.runOn(k.release) } // on t's loop at its end, which may not be l
+	if ownerChecks {
+		l.assertOwner("the external-work count")
+	}
 	l.external++
 	t.onFinish(&k.hook)
 	settle := func(v T, err error) bool {
@@ -62,5 +65,8 @@ func (k *externalKeep) release() {
 		return
 	}
 	k.released = true
+	if ownerChecks {
+		k.l.assertOwner("the external-work count")
+	}
 	k.l.external--
 }

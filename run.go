@@ -89,7 +89,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	defer rs.unregisterRun()
 	defer rs.startObs(&o)()
 	l := rs.loops[0]
-	c := newTask(l, &rs.root.root, main, 0)
+	c := newTask(l, &rs.root.root, main, 0, spawnRun, 0)
 	rs.main = &c.task
 	l.ready(rs.main)
 	if stop := rs.watchContext(); stop != nil {
@@ -286,7 +286,9 @@ func (l *loop) unwind() {
 			return
 		}
 		for _, c := range busy {
+			prev := l.switchTo(c) // its deferred calls run as the task
 			c.Close()
+			l.switchBack(prev)
 		}
 	}
 }

@@ -210,5 +210,5 @@ func Local[T any](t *Task, f func(t *Task) (T, error)) *Promise[T] {
 	if f == nil {
 		panic("weft: Local called with a nil function")
 	}
-	return spawnIn(t, t.innermost(), f, pc, func(c *Task) { c.local = true })
+	return spawnIn(t, t.innermost(), f, pc, spawnLocal, 0, func(c *Task) { c.local = true })
 }

@@ -15,8 +15,9 @@ package weft
 //     woken from a timer, a promise, a park...), for the decision log.
 //   - timerHeap.push (timers.go) breaks ties between equal deadlines with a
 //     draw from the source instead of insertion order.
-//   - chooseRandom (random.go: Select among ready cases) and Task.Rand
-//     (simnet's delays and drops) draw from the same source.
+//   - chooseRandom and choosePartner (random.go: Select among ready
+//     cases, and a partner among a waiting Select's cases on its channel)
+//     and Task.Rand (simnet's delays and drops) draw from the same source.
 //   - loopCount (runstate.go) makes the Run one loop: every step is taken
 //     on Run's goroutine, so goroutine timing cannot reorder anything.
 //     WithLoops(n > 1) gives n simulated loops instead (pickLoops): each
@@ -87,8 +88,9 @@ func simOpts(o *options) *simOptions {
 
 // WithSeed runs the Run under a seeded schedule: one pseudo-random source,
 // seeded with seed, chooses which runnable task runs next, the order of
-// timers with the same deadline, the case Select takes among ready ones and
-// every draw of Task.Rand (simnet's delays and losses). The same program
+// timers with the same deadline, the case Select takes among ready ones,
+// the case a task satisfies among a waiting Select's cases on its channel,
+// and every draw of Task.Rand (simnet's delays and losses). The same program
 // under the same seed makes the same choices in the same order: the same
 // schedule, whose decision log hashes the same (WithRunInfo).
 //
@@ -167,10 +169,11 @@ type RunInfo struct {
 type DecisionKind uint8
 
 const (
-	DecideRun    DecisionKind = iota // which runnable task runs next
-	DecideSelect                     // which Select case is tried first (of those left)
-	DecideRand                       // a draw of Task.Rand
-	DecideLoop                       // which simulated loop steps next (WithLoops(n > 1) under a seed)
+	DecideRun     DecisionKind = iota // which runnable task runs next
+	DecideSelect                      // which Select case is tried first (of those left)
+	DecideRand                        // a draw of Task.Rand
+	DecideLoop                        // which simulated loop steps next (WithLoops(n > 1) under a seed)
+	DecidePartner                     // which of a waiting Select's cases on one channel an arriving sender or receiver satisfies
 )
 
 // Reason says why the task a DecideRun decision picked was runnable.
@@ -204,6 +207,7 @@ type Decision struct {
 	Options int           // how many there were to choose from (runnable tasks, ready cases, the draw's range)
 	Chosen  int           // the index chosen (DecideRand: the low bits of the draw)
 	At      time.Duration // virtual time since the Run started
+	Name    string        // the name the task has given itself with SetName by the end of the Run ("" if none; not hashed)
 	pc      uintptr       // the task's function, for reports (not hashed)
 }
 
@@ -221,15 +225,23 @@ func (d Decision) String() string {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
+	// "task 3 "fetch" (pkg.fetch)": the id, the SetName name, the function.
+	who := fmt.Sprintf("task %d", d.Task)
+	if d.Name != "" {
+		who += fmt.Sprintf(" %q", d.Name)
+	}
+	who += " (" + name + ")"
 	switch d.Kind {
 	case DecideSelect:
-		return fmt.Sprintf("step %d at %v: task %d (%s) Select tries case %d of %d first", d.Step, d.At, d.Task, name, d.Chosen, d.Options)
+		return fmt.Sprintf("step %d at %v: %s Select tries case %d of %d first", d.Step, d.At, who, d.Chosen, d.Options)
 	case DecideRand:
-		return fmt.Sprintf("step %d at %v: task %d (%s) drew %d", d.Step, d.At, d.Task, name, d.Chosen)
+		return fmt.Sprintf("step %d at %v: %s drew %d", d.Step, d.At, who, d.Chosen)
+	case DecidePartner:
+		return fmt.Sprintf("step %d at %v: %s satisfies the Select waiting on %d cases of its channel in case %d of them", d.Step, d.At, who, d.Options, d.Chosen)
 	case DecideLoop:
 		return fmt.Sprintf("step %d at %v: loop %d of %d steps", d.Step, d.At, d.Chosen, d.Options)
 	}
-	return fmt.Sprintf("step %d at %v: run task %d (%s), %s, among %d runnable", d.Step, d.At, d.Task, name, d.Reason, d.Options)
+	return fmt.Sprintf("step %d at %v: run %s, %s, among %d runnable", d.Step, d.At, who, d.Reason, d.Options)
 }
 
 // ringEntry is a decision as the ring keeps it.
@@ -253,6 +265,7 @@ type simState struct {
 	hash  uint64
 	ring  [lastKept]ringEntry
 	log   []Decision
+	logT  []*Task // with log: the task of each decision, to name it at the end
 
 	// PCT.
 	prio      map[*Task]uint64 // a task's priority; higher runs first
@@ -542,14 +555,17 @@ func (s *simState) record(kind DecisionKind, t *Task, why Reason, n, chosen int)
 	r.t = t
 	if s.log != nil {
 		s.log = append(s.log, r.decision())
+		s.logT = append(s.logT, t)
 	}
 }
 
-// decision returns the logged decision, its function named.
+// decision returns the logged decision, its function and its task's name
+// (so far) filled in.
 func (r *ringEntry) decision() Decision {
 	d := r.d
 	if r.t != nil && r.t.job != nil {
 		d.pc = r.t.job.funcPC()
+		d.Name = r.t.givenName()
 	}
 	return d
 }
@@ -564,6 +580,11 @@ func (s *simState) finish() {
 	info.Last = info.Last[:0]
 	for i := max(1, s.step-lastKept+1); i <= s.step; i++ {
 		info.Last = append(info.Last, s.ring[i%lastKept].decision())
+	}
+	for i, t := range s.logT {
+		if t != nil {
+			s.log[i].Name = t.givenName() // as for Last: the name it has at the end
+		}
 	}
 	info.Log = s.log
 }

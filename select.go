@@ -10,7 +10,10 @@ package weft
 // first one that is ready: the first ready case of a uniformly random
 // order is uniform among the ready cases. If none is ready, it queues a
 // node on every channel, still under all the locks, unlocks, arms the
-// timers of its AfterCases, and parks once, on the selector.
+// timers of its AfterCases, and parks once, on the selector. Its nodes on
+// one channel in one direction are adjacent in that channel's queue; a
+// party that arrives claims one of them uniformly (claimSelect), so that
+// the cases it could satisfy are equally likely there too.
 //
 // The selector's fired word decides the race between the parties that
 // may satisfy it (other tasks, goroutines, its timers, Close): each
@@ -72,6 +75,9 @@ type selectOp interface {
 	// selDrop dequeues nd if it is still queued and frees it; l is the
 	// loop the caller runs on.
 	selDrop(l *loop, nd any)
+	// selWithdraw is selDrop for the core's withdraw, on the parked task's
+	// loop and perhaps under the run lock (see Chan.acquireHere).
+	selWithdraw(nd any)
 	// selFinish finishes the case that fired, given the error park
 	// returned, frees its node, and reports whether the case counts as
 	// done (false: the task's cancellation wins) and with which error.
@@ -112,7 +118,11 @@ func AfterCase(d time.Duration) SelectCase {
 
 // Select carries out exactly one of the cases and returns its index and
 // error: the receive, send or timeout that happened first. If several are
-// ready at once, it picks one uniformly at random, as Go's select does. A
+// ready at once, it picks one uniformly at random, as Go's select does;
+// and a sender or receiver that arrives while Select waits on several
+// cases of its channel satisfies one of them chosen uniformly too, so
+// {SendCase(c, 1), SendCase(c, 0)} sends each value about half of the
+// time whichever side comes first. A
 // receive on a closed channel fires with io.EOF (or the CloseWithError
 // error) and a send on one with an error matching ErrClosed. A case that
 // did not fire consumed nothing and sent nothing.
@@ -210,7 +220,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 	f := int(s.fired.Load()) // final: nobody can claim s any more
 	for i := range cases {
 		if i != f {
-			s.drop(i)
+			s.drop(i, false)
 		}
 	}
 	if timers {
@@ -280,8 +290,9 @@ func (s *selector) fireTimer(i int) {
 }
 
 // drop withdraws case i: its node off its channel, its timer off the heap.
-// It may be called again for the same case.
-func (s *selector) drop(i int) {
+// It may be called again for the same case. withdrawing: the core's
+// withdraw calls, on the parked task's loop, perhaps under the run lock.
+func (s *selector) drop(i int, withdrawing bool) {
 	nd := s.nodes[i]
 	if nd == nil {
 		return
@@ -291,18 +302,25 @@ func (s *selector) drop(i int) {
 		return
 	}
 	s.nodes[i] = nil
-	s.cases[i].op.selDrop(s.t.loop, nd)
+	if withdrawing {
+		s.cases[i].op.selWithdraw(nd)
+	} else {
+		s.cases[i].op.selDrop(s.t.loop, nd)
+	}
 }
 
 // withdraw (parkSource) stops the wait after an interruption: no case can
 // fire any more, and every node is withdrawn. The fired case, if one fired
-// first, is finished by Select.
+// first, is finished by Select. It runs on the task's loop, perhaps under
+// the run lock (a cancellation's walk), so it takes the channels as
+// Chan.withdraw does (acquireHere), never by the ownership path, which may
+// take the run lock itself (a self-deadlock, seen with several loops).
 func (s *selector) withdraw(*parkWaiter) {
 	s.fired.CompareAndSwap(selPending, selWithdrawn)
 	f := int(s.fired.Load())
 	for i := range s.cases {
 		if i != f {
-			s.drop(i)
+			s.drop(i, true)
 		}
 	}
 }
@@ -362,9 +380,11 @@ func (c *Chan[T]) selEnqueueLocked(s *selector, i int, sc *SelectCase) any {
 	return nd
 }
 
-func (c *Chan[T]) selDrop(l *loop, x any) {
-	nd := x.(*waitNode[T])
-	locked := c.acquire(l)
+func (c *Chan[T]) selDrop(l *loop, x any) { c.dropNode(x.(*waitNode[T]), c.acquire(l)) }
+func (c *Chan[T]) selWithdraw(x any)      { c.dropNode(x.(*waitNode[T]), c.acquireHere()) }
+
+// dropNode dequeues nd if it is still queued and frees it; c is acquired.
+func (c *Chan[T]) dropNode(nd *waitNode[T], locked bool) {
 	if nd.queued {
 		if nd.send {
 			c.sendq.remove(nd)
@@ -378,13 +398,22 @@ func (c *Chan[T]) selDrop(l *loop, x any) {
 
 func (c *Chan[T]) selFinish(t *Task, sc *SelectCase, x any, err error) (bool, error) {
 	nd := x.(*waitNode[T])
-	if nd.state == nodeDone && !nd.send && err == nil {
-		err = t.cancelPoint()
+	// A received value is given back if the task was cancelled meanwhile.
+	// Look before taking the lock (cancelPoint may take the run lock, which
+	// comes first), but at the node's state only under it: the party that
+	// claimed this case may still be writing it (the task may have resumed
+	// from an interruption, not from that party's wake).
+	var cerr error
+	if !nd.send && err == nil {
+		cerr = t.cancelPoint()
 	}
 	var ws wakers
 	l := t.loop
 	locked := c.acquire(l)
 	st, send, v := nd.state, nd.send, nd.val
+	if st == nodeDone && !send && err == nil {
+		err = cerr
+	}
 	if st == nodeDone && !send && err != nil {
 		c.giveBackLocked(v, nd.seq, &ws)
 	}

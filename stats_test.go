@@ -104,8 +104,11 @@ func TestStatsOnSeveralLoopsAddUp(tt *testing.T) {
 	var s weft.Stats
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		var ps []*weft.Promise[int]
-		for range 20 {
-			ps = append(ps, weft.Go(t, func(t *weft.Task) (int, error) { return 0, t.Sleep(50 * time.Millisecond) }))
+		for i := range 20 {
+			ps = append(ps, weft.Go(t, func(t *weft.Task) (int, error) {
+				weft.PinTo(t, i%3) // sleepers on every loop
+				return 0, t.Sleep(50 * time.Millisecond)
+			}))
 		}
 		if err := t.Sleep(10 * time.Millisecond); err != nil {
 			return 0, err
@@ -119,10 +122,16 @@ func TestStatsOnSeveralLoopsAddUp(tt *testing.T) {
 	if err != nil {
 		tt.Fatal(err)
 	}
-	var live, timers int
+	var live, timers, busy int
 	for _, l := range s.PerLoop {
 		live += l.Live
 		timers += l.Waiting.Timer
+		if l.Waiting.Timer > 0 {
+			busy++
+		}
+	}
+	if busy != 3 {
+		tt.Errorf("sleepers on %d loops, want 3: %+v", busy, s.PerLoop)
 	}
 	if s.Loops != 3 || live != s.Live || timers != s.Waiting.Timer || s.Live != 21 || s.Waiting.Timer != 20 {
 		tt.Errorf("the loops' figures do not add up to 21 live tasks, 20 sleeping: %+v", s)

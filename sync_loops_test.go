@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 func TestChannelsBetweenTheLoopsOfOneRun(t *testing.T) {
 	const producers, per = 8, 500
 	led := newLedger()
+	var on sync.Map
 	run(t, func(wt *weft.Task) {
 		c := weft.NewChan[int](4)
 		weft.Group(wt, func(g *weft.TaskGroup) error {
@@ -30,6 +32,8 @@ func TestChannelsBetweenTheLoopsOfOneRun(t *testing.T) {
 							c.Close()
 						}
 					}()
+					weft.PinTo(wt, p%2) // senders on both loops
+					on.Store(wt.Loop(), true)
 					for k := range per {
 						v := p*per + k
 						if err := c.Send(wt, v); err != nil {
@@ -43,8 +47,9 @@ func TestChannelsBetweenTheLoopsOfOneRun(t *testing.T) {
 					return nil
 				})
 			}
-			for range 4 {
+			for i := range 4 {
 				g.Go(func(wt *weft.Task) error {
+					weft.PinTo(wt, i%2) // receivers on both loops
 					for v, err := range c.All(wt) {
 						if err != nil {
 							return err
@@ -61,6 +66,9 @@ func TestChannelsBetweenTheLoopsOfOneRun(t *testing.T) {
 	if len(led.sent) != producers*per {
 		t.Fatalf("%d values sent", len(led.sent))
 	}
+	if loopsUsed(&on) != 2 {
+		t.Fatal("the senders did not run on both loops")
+	}
 }
 
 func TestDeadlockAcrossLoopsNamesChannelAndLockWaits(t *testing.T) {
@@ -68,8 +76,9 @@ func TestDeadlockAcrossLoopsNamesChannelAndLockWaits(t *testing.T) {
 		c := weft.NewChan[int](0)
 		var m weft.Mutex
 		m.Lock(wt)
-		weft.Go(wt, func(wt *weft.Task) (struct{}, error) { return struct{}{}, m.Lock(wt) })
-		weft.Go(wt, func(wt *weft.Task) (int, error) { return c.Recv(wt) })
+		// The two waits on the other loop than main's Select.
+		weft.Go(wt, func(wt *weft.Task) (struct{}, error) { weft.PinTo(wt, 1); return struct{}{}, m.Lock(wt) })
+		weft.Go(wt, func(wt *weft.Task) (int, error) { weft.PinTo(wt, 1); return c.Recv(wt) })
 		_, err := weft.Select(wt, weft.SendCase(weft.NewChan[int](0), 1))
 		return struct{}{}, err
 	}, weft.WithLoops(2))
@@ -90,8 +99,9 @@ func TestTickerAndSelectTimeoutsWithSeveralLoopsInVirtualTime(t *testing.T) {
 	run(t, func(wt *weft.Task) {
 		start := wt.Now()
 		weft.Group(wt, func(g *weft.TaskGroup) error {
-			for range 4 {
+			for i := range 4 {
 				g.Go(func(wt *weft.Task) error {
+					weft.PinTo(wt, i%2) // tickers on both loops
 					tk := wt.Ticker(time.Second)
 					for range 3 {
 						if _, err := tk.Recv(wt); err != nil {
@@ -149,7 +159,11 @@ func TestStressSeveralLoopsDeliverEachSentValueExactlyOnce(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(capacity), 3))
 			var all []*weft.Promise[struct{}] // every task started
 			start := func(f func(*weft.Task) (struct{}, error)) *weft.Promise[struct{}] {
-				p := weft.Go(wt, f)
+				k := rng.IntN(2) // each task on either loop
+				p := weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+					weft.PinTo(wt, k)
+					return f(wt)
+				})
 				all = append(all, p)
 				return p
 			}
@@ -200,14 +214,18 @@ func TestSendWaitIntoARunOfSeveralLoops(t *testing.T) {
 			}
 			c.Close()
 		}()
-		s := 0
-		for v, err := range c.All(wt) {
-			if err != nil {
-				return 0, err
+		// The receiver on the other loop than main's.
+		return weft.Go(wt, func(wt *weft.Task) (int, error) {
+			weft.PinTo(wt, 1)
+			s := 0
+			for v, err := range c.All(wt) {
+				if err != nil {
+					return 0, err
+				}
+				s += v
 			}
-			s += v
-		}
-		return s, nil
+			return s, nil
+		}).Await(wt)
 	}, weft.WithLoops(2))
 	if sum != 500500 || err != nil {
 		t.Fatalf("Run = %d, %v", sum, err)

@@ -36,6 +36,7 @@ type Task struct {
 	nested    bool                     // resumed by a driving task: must switch back to it
 	local     bool                     // started by Local: never leaves its loop
 	simWhy    uint8                    // a seeded Run: why the task was last made runnable (seed.go)
+	how       spawnOp                  // immutable: what started it (Go, TaskGroup.Go, First...), for reports
 	simLoop   uint16                   // a seeded Run: the simulated loop the task is on (seed.go)
 	cancelled atomic.Bool              // some cancellation applies: see Task.cause
 	waitGen   uint32                   // bumped per wait; wakes naming an older one are dropped
@@ -139,6 +140,38 @@ func (c *taskCell[T]) funcPC() uintptr       { return funcPC(c.f) }
 func (c *taskCell[T]) promiseCore() *promise { return &c.promise.p }
 func (c *taskCell[T]) taskOf() *Task         { return &c.task }
 
+// wrappedCell is the cell of a task whose function wraps the user's (a
+// group's task, Generate's producer): reports (Dump, deadlocks, failures,
+// traces, labels, seeded decisions) name the user's function, not weft's
+// wrapper. Only such spawns pay for the extra word.
+type wrappedCell[T any] struct {
+	taskCell[T]
+	user uintptr // the user's function
+}
+
+func (c *wrappedCell[T]) funcPC() uintptr { return c.user }
+
+// spawnOp says what started a task, for reports ("started by TaskGroup.Go
+// at x.go:12").
+type spawnOp uint8
+
+const (
+	spawnGo spawnOp = iota
+	spawnRun
+	spawnLocal
+	spawnGoWithNetwork
+	spawnFirst
+	spawnGenerate
+	spawnGroupGo
+	spawnGoIn
+	spawnGoDaemon
+	spawnStart
+)
+
+var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start"}
+
+func (o spawnOp) String() string { return spawnOpNames[o] }
+
 // logIfDropped logs rec if the cell (and so its promise) is collected
 // while the failure is unobserved.
 func (c *taskCell[T]) logIfDropped(rec *failureRecord) { runtime.AddCleanup(c, logDropped, rec) }
@@ -190,12 +223,21 @@ func (t *Task) runAtExit(x *taskExtra) {
 }
 
 // newTask allocates a task that will run f, its root scope under parent
-// (the scope the spawner's code is in, or a group's scope).
-func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintptr) *taskCell[T] {
-	c := &taskCell[T]{f: f}
+// (the scope the spawner's code is in, or a group's scope), started by how
+// at pc. user is the user's function when f wraps it (0: f is the user's).
+func newTask[T any](l *loop, parent *scope, f func(t *Task) (T, error), pc uintptr, how spawnOp, user uintptr) *taskCell[T] {
+	var c *taskCell[T]
+	if user == 0 {
+		c = &taskCell[T]{f: f}
+		c.task.job = c
+	} else {
+		w := &wrappedCell[T]{taskCell: taskCell[T]{f: f}, user: user}
+		c = &w.taskCell
+		c.task.job = w
+	}
 	t := &c.task
 	t.loop = l
-	t.job = c
+	t.how = how
 	t.spawnPC = pc
 	t.id = l.rs.newID()
 	t.rs = l.rs
@@ -291,16 +333,16 @@ func Go[T any](t *Task, f func(t *Task) (T, error)) *Promise[T] {
 // spawn starts f as a child of t, Go's way (the child runs first), in the
 // scope t's code is in.
 func spawn[T any](t *Task, f func(t *Task) (T, error), pc uintptr) *Promise[T] {
-	return spawnIn(t, t.innermost(), f, pc, nil)
+	return spawnIn(t, t.innermost(), f, pc, spawnGo, 0, nil)
 }
 
 // spawnIn starts f as a new task whose root scope is under parent (a
 // scope of t's code, or of a group), with a hook that adjusts the child
-// before it runs. The child runs first: it is queued, then t, and t
-// suspends.
-func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintptr, setup func(*Task)) *Promise[T] {
+// before it runs; how, pc and user are newTask's. The child runs first: it
+// is queued, then t, and t suspends.
+func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintptr, how spawnOp, user uintptr, setup func(*Task)) *Promise[T] {
 	l := t.loop
-	c := newTask(l, parent, f, pc)
+	c := newTask(l, parent, f, pc, how, user)
 	c.task.simLoop = t.simLoop // the child starts on its spawner's loop
 	if setup != nil {
 		setup(&c.task)
@@ -369,6 +411,9 @@ func (t *Task) Now() time.Time {
 // Every wait has a generation of its own: the caller has called newWait
 // before registering, so that what it registered can name it.
 func (t *Task) block(kind waitKind) error {
+	if ownerChecks {
+		t.loop.assertOwner("a task's wait")
+	}
 	t.extra() // interrupt, perhaps under the run lock, writes x.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind
@@ -453,7 +498,18 @@ func (t *Task) spawnSite() string {
 // context.Cause gives the cancellation cause. Pass it to code that takes a
 // context, such as the code inside Offload. Unlike the Task itself, the
 // context may be used from any goroutine.
+//
+// Context may be called by the task's own code, and by the function an
+// Offload of the task runs (on the pool's goroutine, while it runs, even
+// after the task was cancelled or finished: its context is then done).
+// From anywhere else it panics, as every Task method does; pass the
+// context itself to other goroutines. It does not suspend.
 func (t *Task) Context() context.Context {
+	if t != nil {
+		if h := helperOf(t); h != nil {
+			return h.context()
+		}
+	}
 	t.check("Context")
 	return t.context()
 }

@@ -22,6 +22,7 @@ type timer struct {
 }
 
 type timerHeap struct {
+	owner *loop // for the owner checks (owner.go)
 	items []*timer
 	seq   uint64
 	weak  int   // weak timers in items
@@ -46,6 +47,9 @@ func (h *timerHeap) swap(i, j int) {
 }
 
 func (h *timerHeap) push(t *timer) {
+	if ownerChecks {
+		h.owner.assertOwner("the timer heap")
+	}
 	h.seq++
 	t.seq = h.seq
 	if h.rnd != nil {
@@ -69,6 +73,9 @@ func (h *timerHeap) peek() *timer {
 
 // remove takes t out of the heap; it reports false if t was not in it.
 func (h *timerHeap) remove(t *timer) bool {
+	if ownerChecks {
+		h.owner.assertOwner("the timer heap")
+	}
 	i := int(t.index)
 	if i < 0 || i >= len(h.items) || h.items[i] != t {
 		return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,6 +110,7 @@ func TestTraceUnderVirtualTimeIsTheSameTwice(t *testing.T) {
 // TestTraceOnSeveralLoopsValidates: every loop records on its own track.
 func TestTraceOnSeveralLoopsValidates(t *testing.T) {
 	var out bytes.Buffer
+	var ranOn [2]atomic.Bool
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		var ps []*weft.Promise[int]
 		for range 8 {
@@ -118,6 +120,7 @@ func TestTraceOnSeveralLoopsValidates(t *testing.T) {
 					if err := t.Checkpoint(); err != nil {
 						return 0, err
 					}
+					ranOn[t.Loop()].Store(true)
 				}
 				return 0, nil
 			}))
@@ -132,6 +135,9 @@ func TestTraceOnSeveralLoopsValidates(t *testing.T) {
 	}
 	if err := trace.Validate(out.Bytes()); err != nil {
 		t.Fatalf("the trace is not valid: %v", err)
+	}
+	if !ranOn[0].Load() || !ranOn[1].Load() {
+		t.Fatal("the CPU-bound tasks did not run on both loops")
 	}
 	if !strings.Contains(out.String(), `"loop 0"`) || !strings.Contains(out.String(), `"loop 1"`) {
 		t.Errorf("the trace does not have a track per loop:\n%.3000s", out.String())

@@ -36,6 +36,7 @@ type failureRecord struct {
 	id       uint32
 	funcPC   uintptr
 	spawnPC  uintptr
+	given    string // the task's SetName name
 	handled  atomic.Bool
 	overflow bool           // beyond keptFailures: only counted
 	report   *failureReport // shared by the Run's records
@@ -57,6 +58,7 @@ func (rs *runState) noteFailure(t *Task, err error) {
 		err:     err,
 		id:      t.id,
 		funcPC:  t.job.funcPC(),
+		given:   t.givenName(),
 		spawnPC: t.spawnPC,
 		report:  rs.report,
 	}
@@ -98,7 +100,12 @@ func logDropped(rec *failureRecord) {
 		"task", rec.name(), "func", funcNameOf(rec.funcPC), "started", rec.site(), "err", rec.err)
 }
 
-func (rec *failureRecord) name() string { return fmt.Sprintf("task %d", rec.id) }
+func (rec *failureRecord) name() string {
+	if rec.given != "" {
+		return fmt.Sprintf("task %d %q", rec.id, rec.given)
+	}
+	return fmt.Sprintf("task %d", rec.id)
+}
 
 func (rec *failureRecord) site() string { return pcSite(rec.spawnPC) }
 

@@ -17,9 +17,11 @@ package weft
 //     object's lock: a party that satisfies the wait (and then sets state
 //     and hands over val), a Close, or the waiter itself withdrawing.
 //  2. A Select's nodes can only be satisfied by whoever claims the
-//     selector first (claim, a compare-and-swap); a party that fails to
-//     claim a node unlinks it and moves on, since that Select has fired
-//     elsewhere.
+//     selector first (claimSelect, a compare-and-swap); a party that fails
+//     to claim a node unlinks it and moves on, since that Select has fired
+//     elsewhere. A party that finds several nodes of one Select in the
+//     queue it serves (cases on one channel) claims one of them chosen
+//     uniformly at random.
 //  3. Whoever unlinks a node to satisfy it takes its waker under the lock
 //     and wakes it after unlocking. After the unlock it never touches the
 //     node again: the waiter may reuse it at once. The waker names the
@@ -62,10 +64,32 @@ type waitNode[V any] struct {
 	val        V      // the value handed over or waiting to be sent; a Semaphore's count
 }
 
-// claim reports whether n may be satisfied now, and reserves it if so: a
-// Select's case is reserved by claiming its selector for that case.
-func (n *waitNode[V]) claim() bool {
-	return n.kind != nodeSelect || n.sel.fired.CompareAndSwap(selPending, int32(n.index))
+// claimSelect reserves a case of n's Select for a party that found n, the
+// first of the Select's nodes in its queue, and returns the node of that
+// case, or nil if the Select has fired elsewhere or was withdrawn. The
+// party could satisfy any of the Select's nodes in this queue, so it picks
+// one of them uniformly (choosePartner): a Select queues its cases on one
+// channel, in one direction, one after another under the channel's lock,
+// so they are adjacent here.
+func (n *waitNode[V]) claimSelect() *waitNode[V] {
+	s := n.sel
+	if s.fired.Load() != selPending {
+		return nil
+	}
+	k := 1
+	for m := n.next; m != nil && m.sel == s; m = m.next {
+		k++
+	}
+	pick := n
+	if k > 1 {
+		for j := s.choosePartner(k); j > 0; j-- {
+			pick = pick.next
+		}
+	}
+	if s.fired.CompareAndSwap(selPending, int32(pick.index)) {
+		return pick
+	}
+	return nil
 }
 
 // waker returns what wakes n's waiter; take it under the object's lock.

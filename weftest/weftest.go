@@ -14,9 +14,19 @@
 //
 //	weftest: seed 17 failed at step 41 of 52 (uniform): balance -60: withdrawn twice
 //	the last decisions before it:
-//	    step 33 at 0s: run task 3 (pkg.TestTransfer.func1.1), spawned, 1 of 3 runnable
+//	    step 33 at 0s: run task 3 "alice" (pkg.TestTransfer.func1.1), spawned, among 3 runnable
+//	    step 34 at 0s: run task 4 "poller" (pkg.poll), gave way, among 2 runnable
+//	    ... and 5 more like it, to step 39 at 0s
 //	    ...
+//	the last decision of each other task, before those:
+//	    step 12 at 0s: run task 5 "bob" (pkg.TestTransfer.func1.2), park, among 2 runnable
 //	replay: WEFT_SEED=17 go test -run '^TestTransfer$' ./pkg
+//
+// Each task is shown with the name it gave itself (Task.SetName) and its
+// function (the user's, also for a group's task). Runs of the same choice
+// (a task that yields again and again) are folded into one line, and the
+// last decision of every task that the last lines leave out is shown
+// after them, so one busy task cannot hide the others.
 //
 // With WEFT_SEED set, Explore runs that seed only, so the command above
 // is the replay; Replay does the same from code. f must report failure
@@ -36,7 +46,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,6 +121,10 @@ type Outcome struct {
 	Err      error    // f's error, or Run's (a deadlock, a panic), nil if it passed
 	Step     int      // the step of the first Mark, else the one at which f returned (the Run's last if the error came later)
 	Info     weft.RunInfo
+
+	// The names of the function weft runs as main and of f, which it
+	// wraps: a report names f.
+	wrapper, user string
 }
 
 // Explore runs f once per seed, from o.First, each in its own seeded Run
@@ -195,15 +212,97 @@ func (o Options) Report(t *testing.T, out, full Outcome) string {
 	if out.Step <= len(log) {
 		log = log[:out.Step]
 	}
-	if len(log) > n {
-		log = log[len(log)-n:]
+	runs := collapse(log)
+	if len(runs) > n {
+		runs = runs[len(runs)-n:]
+	}
+	// Main runs weftest's wrapper of f: name f.
+	show := func(d weft.Decision) string {
+		s := d.String()
+		if full.wrapper != "" {
+			s = strings.Replace(s, "("+full.wrapper+")", "("+full.user+")", 1)
+		}
+		return s
 	}
 	b.WriteString("the last decisions before it:\n")
-	for _, d := range log {
-		fmt.Fprintf(&b, "    %s\n", d)
+	shown := map[uint32]bool{}
+	for _, r := range runs {
+		fmt.Fprintf(&b, "    %s\n", show(r.first))
+		if r.n > 1 {
+			fmt.Fprintf(&b, "    ... and %d more like it, to step %d at %v\n", r.n-1, r.last.Step, r.last.At)
+		}
+		shown[r.first.Task] = true
+	}
+	if others := lastOfOthers(log, shown); len(others) > 0 {
+		b.WriteString("the last decision of each other task, before those:\n")
+		for _, d := range others {
+			fmt.Fprintf(&b, "    %s\n", show(d))
+		}
 	}
 	b.WriteString(replayLine(t, out.Seed))
 	return b.String()
+}
+
+// decisionRun is a run of decisions that differ only in their step and
+// time (a busy task picked again and again), shown as one line and a count.
+type decisionRun struct {
+	first, last weft.Decision
+	n           int // decisions in the run, weft.DecideLoop ones inside it excepted
+}
+
+// sameChoice reports whether two decisions made the same choice for the
+// same task, but for their step and time.
+func sameChoice(a, b weft.Decision) bool {
+	return a.Kind == b.Kind && a.Task == b.Task && a.Reason == b.Reason &&
+		a.Options == b.Options && a.Chosen == b.Chosen && a.Name == b.Name && a.Func() == b.Func()
+}
+
+// collapse folds runs of the same choice into one line each, so that a
+// task that yields a thousand times in a row does not fill the report.
+// The loop decisions of several simulated loops between two decisions of
+// one run are folded into it.
+func collapse(log []weft.Decision) []decisionRun {
+	var runs []decisionRun
+	var loops []weft.Decision // loop decisions since the last other one
+	for _, d := range log {
+		if d.Kind == weft.DecideLoop {
+			loops = append(loops, d)
+			continue
+		}
+		if k := len(runs) - 1; k >= 0 && sameChoice(runs[k].last, d) {
+			runs[k].last = d
+			runs[k].n++
+			loops = loops[:0]
+			continue
+		}
+		for _, l := range loops {
+			runs = append(runs, decisionRun{first: l, last: l, n: 1})
+		}
+		loops = loops[:0]
+		runs = append(runs, decisionRun{first: d, last: d, n: 1})
+	}
+	for _, l := range loops {
+		runs = append(runs, decisionRun{first: l, last: l, n: 1})
+	}
+	return runs
+}
+
+// lastOfOthers returns the last decision of each task of log that shown
+// does not hold, in step order: the tasks a busy one pushed out of the
+// report's last lines.
+func lastOfOthers(log []weft.Decision, shown map[uint32]bool) []weft.Decision {
+	seen := map[uint32]bool{}
+	var others []weft.Decision
+	for i := len(log) - 1; i >= 0; i-- {
+		d := log[i]
+		if d.Kind == weft.DecideLoop || shown[d.Task] || seen[d.Task] {
+			continue
+		}
+		seen[d.Task] = true
+		others = append(others, d)
+	}
+	slices.Reverse(others)
+	return others
 }
 
 // Run runs f once under seed as Explore does and returns what happened.
@@ -219,13 +318,15 @@ func (o Options) Run(seed uint64, f func(tk *weft.Task) error, keepLog bool) Out
 	opts = append(opts, weft.WithContext(context.WithValue(context.Background(), markKey{}, mark)))
 	opts = append(opts, o.RunOptions...) // a WithContext of theirs wins (and Mark then records nothing)
 	step := -1
-	_, err := weft.Run(func(tk *weft.Task) (struct{}, error) {
+	main := func(tk *weft.Task) (struct{}, error) {
 		err := f(tk)
 		if err != nil {
 			step = tk.SimStep()
 		}
 		return struct{}{}, err
-	}, opts...)
+	}
+	out.wrapper, out.user = shortFuncName(main), shortFuncName(f)
+	_, err := weft.Run(main, opts...)
 	out.Err = err
 	out.Step = step
 	if mark.step >= 0 && err != nil {
@@ -279,6 +380,19 @@ func (o Options) pctSteps(f func(tk *weft.Task) error) int {
 	opts := append([]weft.Option{weft.WithSeed(0), weft.WithRunInfo(&info)}, o.RunOptions...)
 	_, _ = weft.Run(func(tk *weft.Task) (struct{}, error) { return struct{}{}, f(tk) }, opts...)
 	return max(info.Steps, 10)
+}
+
+// shortFuncName names f as a decision does: without its import path.
+func shortFuncName(f any) string {
+	fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
+	if fn == nil {
+		return ""
+	}
+	name := fn.Name()
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
 }
 
 // diverge returns the first step where two decision logs differ.

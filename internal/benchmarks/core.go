@@ -6,6 +6,7 @@ package benchmarks
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ var Core = []Pair{
 	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.5x, goal 0.25x"},
 	{"spawn+cancel+await", Cancel, ContextCancel, "Go a sleeping task, Cancel it, Await it", "goroutine blocked on ctx.Done(), CancelFunc, wait", "report"},
 	{"checkpoint (no switch due)", Checkpoint, Gosched, "Task.Checkpoint when no switch is due", "runtime.Gosched", "<= 20 ns, goal 5 ns"},
+	{"group spawn", GroupGo, WaitGroupGo, "TaskGroup.Go of a trivial task, all joined by Group", "sync.WaitGroup.Go of a trivial goroutine, all waited for", "report"},
+	{"offload", OffloadRoundTrip, WorkerHandoff, "Offload of a trivial function, per round trip", "hand a trivial job to a worker goroutine and wait for it", "report"},
 }
 
 // SpawnAwait spawns a trivial task and awaits it, b.N times.
@@ -229,4 +232,64 @@ func Gosched(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		runtime.Gosched()
 	}
+}
+
+// GroupGo starts b.N trivial tasks with TaskGroup.Go in one Group and
+// waits for them (Group returns).
+func GroupGo(b *testing.B) {
+	weft.Run(func(t *weft.Task) (int, error) {
+		f := func(*weft.Task) error { return nil }
+		b.ReportAllocs()
+		b.ResetTimer()
+		weft.Group(t, func(g *weft.TaskGroup) error {
+			for i := 0; i < b.N; i++ {
+				g.Go(f)
+			}
+			return nil
+		})
+		return 0, nil
+	})
+}
+
+// WaitGroupGo starts b.N trivial goroutines with sync.WaitGroup.Go and
+// waits for them.
+func WaitGroupGo(b *testing.B) {
+	b.ReportAllocs()
+	var wg sync.WaitGroup
+	for i := 0; i < b.N; i++ {
+		wg.Go(func() {})
+	}
+	wg.Wait()
+}
+
+// OffloadRoundTrip offloads a trivial function and waits for it, b.N
+// times.
+func OffloadRoundTrip(b *testing.B) {
+	weft.Run(func(t *weft.Task) (int, error) {
+		f := func() (int, error) { return 1, nil }
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			weft.Offload(t, f)
+		}
+		return 0, nil
+	}, weft.WithOffloadWorkers(1))
+}
+
+// WorkerHandoff hands a trivial job to a worker goroutine through a
+// channel and waits for its answer on another, b.N times.
+func WorkerHandoff(b *testing.B) {
+	b.ReportAllocs()
+	jobs, done := make(chan func() int), make(chan int)
+	go func() {
+		for f := range jobs {
+			done <- f()
+		}
+	}()
+	f := func() int { return 1 }
+	for i := 0; i < b.N; i++ {
+		jobs <- f
+		<-done
+	}
+	close(jobs)
 }

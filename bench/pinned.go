@@ -340,7 +340,7 @@ func printPinned(w io.Writer, o pinnedOptions, cases []*pinnedCase) {
 		per := pcol(c.runs, func(r pinnedRun) float64 { return r.perCPU })
 		cpu := pcol(c.runs, func(r pinnedRun) float64 { return r.cpuFrac })
 		fmt.Fprintf(w, "%-20s %5d %8.0f (%s) %10.0f (%s) %5.2f %15s", c.server, c.conns,
-			median(rates), spread(rates), median(per), spread(per), median(cpu), vsGnet(c, cases))
+			median(rates), spread(rates, thousands), median(per), spread(per, thousands), median(cpu), vsGnet(c, cases))
 		if o.strace {
 			ios := pcol(c.runs, func(r pinnedRun) float64 { a, _ := callsPer(r); return a })
 			alls := pcol(c.runs, func(r pinnedRun) float64 { _, b := callsPer(r); return b })
@@ -350,10 +350,8 @@ func printPinned(w io.Writer, o pinnedOptions, cases []*pinnedCase) {
 	}
 }
 
-// spread is min..max of xs, in thousands.
-func spread(xs []float64) string {
-	return fmt.Sprintf("%.0fk..%.0fk", slices.Min(xs)/1e3, slices.Max(xs)/1e3)
-}
+// thousands prints v in thousands, for spread.
+func thousands(v float64) string { return fmt.Sprintf("%.0fk", v/1e3) }
 
 // vsGnet is c's median req per CPU-second over gnet's at the same conns,
 // with the range of the per-repetition ratios.

@@ -245,7 +245,6 @@ func measurePinned(ctx context.Context, o pinnedOptions, spec string, conns int)
 	return out, nil
 }
 
-
 // straceRun is strace -c attached to a process.
 type straceRun struct {
 	cmd *exec.Cmd

@@ -14,7 +14,7 @@ func BackendName(opts ...Option) string {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p, err := poller.New(o.backend)
+	p, err := poller.Open(o.backend, poller.Options{})
 	if err != nil {
 		return err.Error()
 	}

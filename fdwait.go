@@ -10,6 +10,17 @@ package weft
 // an edge then means "try again". Because the loop runs one task at a time,
 // an edge that comes after the EAGAIN is always collected by a later poll,
 // after the waiter is registered: no wakeup is lost.
+//
+// A watched fd also remembers whether an edge for reading came since its
+// reader last drained it (readable): a stream read that returned less
+// than its buffer, or EAGAIN, drained the socket, and the next read then
+// waits for an edge first instead of asking the kernel for nothing (one
+// system call saved per request on a request/response connection). The
+// bit is set by every Read report the poller gives, and cleared only by a
+// read that ran after every report collected so far: data that arrives
+// after that read brings an edge of its own, which a later poll collects,
+// so "wait first" never sleeps on data already signalled. A hang-up or
+// error (poller.Hangup) sets it for good, since no edge follows one.
 
 import (
 	"os"
@@ -21,6 +32,10 @@ import (
 type fdWaiters struct {
 	readers, writers []*Task
 	watched          bool // registered edge-triggered for its life (see above)
+	// drained: the reader found nothing more to read and no Read edge has
+	// come since (see above); hungUp: a hang-up or error was reported, so
+	// drained is never set again. Watched fds only; loop-owned.
+	drained, hungUp bool
 }
 
 type fdTable struct {
@@ -82,19 +97,29 @@ func (ft *fdTable) remove(l *loop, t *Task) {
 	}
 }
 
-// watch registers fd, which the I/O layer owns, edge-triggered.
-func (ft *fdTable) watch(l *loop, fd int) error {
+// watch registers fd, which the I/O layer owns, edge-triggered, and
+// returns its entry, which stays the same until unwatch.
+func (ft *fdTable) watch(l *loop, fd int) (*fdWaiters, error) {
 	if ownerChecks {
 		l.assertOwner("the fd table")
 	}
 	if err := l.poller.Watch(fd); err != nil {
-		return err
+		return nil, err
 	}
 	if ft.byFD == nil {
 		ft.byFD = make(map[int]*fdWaiters)
 	}
-	ft.byFD[fd] = &fdWaiters{watched: true}
-	return nil
+	w := &fdWaiters{watched: true}
+	ft.byFD[fd] = w
+	return w, nil
+}
+
+// drain records that a read of the watched fd of w found it empty: the
+// next read waits for an edge first, unless the fd has hung up.
+func (w *fdWaiters) drain() {
+	if !w.hungUp {
+		w.drained = true
+	}
 }
 
 // unwatch withdraws a watched fd before it is closed, waking its waiters
@@ -131,6 +156,10 @@ func (ft *fdTable) wake(l *loop, fd int, ready poller.Mode) {
 		return
 	}
 	if ready&poller.Read != 0 {
+		w.drained = false
+		if ready&poller.Hangup != 0 {
+			w.hungUp = true
+		}
 		for _, t := range w.readers {
 			l.ready(t)
 		}
@@ -163,6 +192,54 @@ func (l *loop) pollKernel(timeout int64) {
 		l.fds.wake(l, int(ev.Fd), ev.Ready)
 	}
 	l.events = evs[:0]
+	if l.ring != nil {
+		for _, c := range l.ring.Completed() {
+			l.opDone(c)
+		}
+	}
+}
+
+// awaitOp submits op, prepared for fd in direction m, to t's loop's ring
+// and suspends t until it completes (the poller contract's completion
+// side). If t is interrupted meanwhile (cancelled, a deadline), the
+// operation is cancelled and t still waits for its completion, then
+// returns the interruption's error: op.Res then says whether the
+// operation completed anyway, and the caller delivers what it did
+// (nothing is lost).
+func (t *Task) awaitOp(op *poller.Op, fd int, m poller.Mode) error {
+	l := t.loop
+	op.Owner = t
+	l.ring.Submit(op)
+	t.extra()
+	t.newWait()
+	t.x.op = op
+	t.x.fd, t.x.fdMode = fd, m
+	l.fds.waiting++
+	err := t.block(waitFD)
+	t.x.op = nil
+	return err
+}
+
+// opHandler owns operations no task waits on (a multishot receive): it
+// is given each of their completions.
+type opHandler interface {
+	complete(l *loop, c poller.Completion)
+}
+
+// opDone wakes the task that waits for c's operation, or gives c to the
+// operation's handler.
+func (l *loop) opDone(c poller.Completion) {
+	op := c.Op
+	if h, ok := op.Owner.(opHandler); ok {
+		h.complete(l, c)
+		return
+	}
+	t, _ := op.Owner.(*Task)
+	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.x.op != op {
+		return // its task was unwound (Run is aborting)
+	}
+	l.fds.waiting--
+	l.ready(t)
 }
 
 // waitFD suspends t until fd is ready in direction m.
@@ -177,7 +254,7 @@ func (t *Task) waitFD(fd int, m poller.Mode) error {
 	if !l.caps.FDs {
 		return poller.ErrUnsupported
 	}
-	if l.fds.isWatched(fd) {
+	if l.fds.isWatched(fd) && l.caps.Edge {
 		// One of weft's own fds (File.Fd, say): its registration reports
 		// edges only, so first ask whether it is ready now.
 		if readyNow(fd, m) {

@@ -18,7 +18,7 @@ import (
 // structured-concurrency combinators. Every other non-test file of the
 // package belongs to a layer (net, pipes, offload, sync).
 var coreFiles = []string{
-	"balance.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
+	"backend.go", "procs.go", "balance.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
 	"doc.go", "errors.go", "external.go", "fdwait.go", "finish.go", "first.go", "group.go",
 	"labels.go", "loop.go", "obs.go", "dump.go", "watchdog.go", "tracehook.go", "tasklabels.go", "park.go", "promise.go", "queue.go",
 	"readiness_unix.go", "readynow_*.go", "run.go", "runstate.go", "sched.go", "task.go",

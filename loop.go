@@ -41,6 +41,7 @@ package weft
 // task that wakes it, and two tasks taking turns all switch directly.
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,13 +73,18 @@ type loop struct {
 	driver  *Task        // a task driving the scheduler from its coroutine (see suspend)
 	live    int          // tasks started on this loop minus tasks finished on it
 
-	clock  clock.Clock
-	timers timerHeap
-	poller poller.Poller
-	caps   poller.Caps
-	events []poller.Event
-	fds    fdTable
-	ticks  int // resumptions since the last poll
+	clock     clock.Clock
+	timers    timerHeap
+	poller    poller.Poller
+	caps      poller.Caps
+	ring      poller.Completer // the poller's completion side (io_uring), or nil
+	ops       []*poller.Op     // free operations for ring (net_uring_linux.go)
+	locked    bool             // the loop's goroutine is locked to its thread (caps.SingleIssuer)
+	reserved  bool             // ... and holds a reserved processor (procs.go)
+	lastYield time.Time        // when yieldLocked last went through the scheduler
+	events    []poller.Event
+	fds       fdTable
+	ticks     int // resumptions since the last poll
 
 	// external counts off-loop operations in flight (Offload calls and the
 	// helper goroutines of the portable I/O layer). Each posts its completion
@@ -144,11 +150,17 @@ type loop struct {
 }
 
 func newLoop(rs *runState, id int, o options) (*loop, error) {
-	p, err := poller.New(o.backend)
+	// One loop alone never hands a task to another thread, so its
+	// goroutine may stay on one thread: io_uring then defers its
+	// completion work to that thread's waits (see run).
+	p, err := poller.Open(o.backend, poller.Options{SingleIssuer: !rs.multi})
 	if err != nil {
 		return nil, err
 	}
 	l := &loop{rs: rs, id: id, poller: p, caps: p.Caps(), clock: rs.clock, wakeCh: make(chan struct{}, 1)}
+	if l.caps.Completion {
+		l.ring = p.(poller.Completer)
+	}
 	l.timers.owner, l.fds.owner = l, l
 	l.pollPeriod = int64(pollPeriodMax)
 	l.interval = int64(o.interval)
@@ -466,6 +478,20 @@ func (l *loop) recycle(t *Task) {
 
 // run is the loop goroutine's scheduler. It returns when nothing is left.
 func (l *loop) run() {
+	if l.caps.SingleIssuer && !l.locked {
+		// Unlocked when the Run closes its pollers (runState.close).
+		runtime.LockOSThread()
+		l.locked = true
+		if runtime.GOMAXPROCS(0) == 1 {
+			// Alone on its processor, a loop asleep in the kernel would
+			// have it taken by sysmon at every sleep (see procs.go).
+			reserveProcs(1)
+			l.reserved = true
+		}
+		if err := l.poller.(poller.Starter).Start(); err != nil {
+			panic(err)
+		}
+	}
 	l.ownLoopGoroutine(true)
 	defer l.ownLoopGoroutine(false)
 	for {
@@ -522,11 +548,16 @@ func (l *loop) block() {
 	// loop parks in Go instead, and a wake from another loop or goroutine
 	// is a goroutine wake-up (see kick). Short sleeps stay in the kernel,
 	// whose timeout is precise.
-	inGo := l.fds.waiting == 0 && (timeout < 0 || timeout >= int64(parkInGoMin))
+	// A loop locked to its thread (io_uring) always sleeps in the kernel:
+	// a Go wake-up of a locked goroutine is a thread hand-off.
+	inGo := l.fds.waiting == 0 && (timeout < 0 || timeout >= int64(parkInGoMin)) && !l.locked
 	l.parkedInGo.Store(inGo)
 	l.sleeping.Store(true)
 	if l.inboxLen.Load() != 0 {
 		timeout = 0
+	}
+	if l.locked {
+		l.yieldLocked()
 	}
 	if inGo {
 		l.parkInGo(timeout)
@@ -537,6 +568,26 @@ func (l *loop) block() {
 	if l.timers.len() > 0 {
 		l.fireTimers()
 	}
+}
+
+// lockedYieldEvery is how often a loop locked to its thread goes through
+// the Go scheduler before it sleeps (yieldLocked).
+const lockedYieldEvery = 5 * time.Millisecond
+
+// yieldLocked lets a loop locked to its thread (which sleeps in system
+// calls, never in the Go scheduler) go through the scheduler every few
+// milliseconds. Otherwise sysmon sees one goroutine that has run for 10
+// ms, forces a preemption, takes the processor at the loop's next system
+// call, and then polls every 20 µs for a millisecond: about a tenth of an
+// idle-ish server's CPU. A Gosched of a locked goroutine costs two thread
+// hand-offs, tens of microseconds every 5 ms, taken just before a sleep.
+func (l *loop) yieldLocked() {
+	now := time.Now()
+	if now.Sub(l.lastYield) < lockedYieldEvery {
+		return
+	}
+	l.lastYield = now
+	runtime.Gosched()
 }
 
 // parkInGoMin is the shortest sleep block takes in Go rather than in the
@@ -623,6 +674,16 @@ func (l *loop) interrupt(t *Task, err error) {
 	case waitTimer:
 		l.timers.remove(&t.x.timer)
 	case waitFD:
+		if op := t.x.op; op != nil {
+			// The kernel owns the operation until it completes: ask for it
+			// back and wait for its completion, which may still carry
+			// data (opDone; the caller delivers it).
+			if t.x.wakeErr == nil {
+				t.x.wakeErr = err
+			}
+			l.ring.Cancel(op)
+			return
+		}
 		l.fds.remove(l, t)
 	case waitPark:
 		t.x.park.withdraw(t.x.parkW)

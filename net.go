@@ -73,9 +73,9 @@ type packetImpl interface {
 	close() error
 }
 
-// fdIO reports whether t's loop does I/O on raw fds (Linux, epoll) rather
-// than through the net and os packages.
-func (l *loop) fdIO() bool { return haveFDIO && l.caps.Edge }
+// fdIO reports whether t's loop does I/O on raw fds (Linux, epoll or
+// io_uring) rather than through the net and os packages.
+func (l *loop) fdIO() bool { return haveFDIO && (l.caps.Edge || l.caps.Completion) }
 
 // viaBackend makes an I/O object's implementation with the backend of t's
 // loop: raw fds on the poller, or the net and os packages. cfg holds the

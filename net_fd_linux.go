@@ -48,6 +48,20 @@ type netFD struct {
 	unlink  string // a Unix socket file to remove when a listener closes
 	closing atomic.Bool
 	dl      *connDeadlines // a stream's deadlines; set once, before any I/O
+	// w is fd's entry in its home loop's fd table, set there by the watch
+	// (home-loop-owned: read only by a task running on fd.loop).
+	w *fdWaiters
+	// drained: the last receive on the ring returned less than its
+	// buffer, so the next one polls first (home-loop-owned).
+	drained bool
+	// The multishot receive on the ring (net_uring_linux.go), all
+	// home-loop-owned: the operation while armed, the buffers it filled
+	// that no Read has taken yet, and what came after them.
+	ms     *poller.Op
+	rq     []recvd
+	rEOF   bool
+	rErr   error
+	noBufs bool // the ring ran out of buffers: the next read is single-shot
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -63,16 +77,21 @@ func newNetFD(t *Task, fd int, kind fdKind, network string) (*netFD, error) {
 func newNetFDOn(t *Task, home *loop, fd int, kind fdKind, network string) (*netFD, error) {
 	nfd := &netFD{loop: home, fd: fd, kind: kind, network: network}
 	if home == t.loop {
-		if err := home.fds.watch(home, fd); err != nil {
+		w, err := home.fds.watch(home, fd)
+		if err != nil {
 			unix.Close(fd)
 			return nil, os.NewSyscallError("epoll_ctl", err)
 		}
+		nfd.w = w
 		return nfd, nil
 	}
 	home.post(func() {
-		if err := home.fds.watch(home, fd); err != nil {
+		w, err := home.fds.watch(home, fd)
+		if err != nil {
 			nfd.close()
+			return
 		}
+		nfd.w = w
 	})
 	return nfd, nil
 }
@@ -113,6 +132,12 @@ func (fd *netFD) wait(t *Task, m poller.Mode) error {
 			return err
 		}
 	}
+	if !t.loop.caps.Edge {
+		// io_uring: no edges; a one-shot poll for this wait.
+		if err := t.loop.poller.Arm(fd.fd, m); err != nil {
+			return os.NewSyscallError("io_uring poll", err)
+		}
+	}
 	return t.waitWatched(fd.fd, m)
 }
 
@@ -121,14 +146,36 @@ func (fd *netFD) bindDeadlines(dl *connDeadlines) { fd.dl = dl }
 // homeLoop is the loop fd is registered on.
 func (fd *netFD) homeLoop() *loop { return fd.loop }
 
+// read reads a stream (a connected socket or a pipe). A read that
+// returned less than b drained the fd, so the next one waits for an edge
+// before it asks the kernel (see fdTable): on a request/response
+// connection that saves the read that would find nothing.
 func (fd *netFD) read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	if fd.useRing() {
+		return fd.recvOp(t, b)
+	}
+	waited := false
 	for {
 		if fd.closing.Load() {
 			return 0, fd.opErr("read", net.ErrClosed)
 		}
+		// A pipe's reader may run on another loop than the fd's home (it
+		// moves there only to wait), and a woken one may be handed over.
+		var w *fdWaiters
+		if t.loop == fd.loop {
+			w = fd.w // nil until the watch ran on the home loop
+		}
+		if w != nil && w.drained && !waited {
+			if err := fd.wait(t, poller.Read); err != nil {
+				return 0, fd.opErr("read", err)
+			}
+			waited = true // one try whatever woke the wait
+			continue
+		}
+		waited = false
 		n, err := unix.Read(fd.fd, b)
 		switch err {
 		case nil:
@@ -136,10 +183,16 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 			if n == 0 {
 				return 0, io.EOF
 			}
+			if w != nil && n < len(b) {
+				w.drain()
+			}
 			return n, nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if w != nil {
+				w.drain()
+			}
 			if err := fd.wait(t, poller.Read); err != nil {
 				return 0, fd.opErr("read", err)
 			}
@@ -150,6 +203,9 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 }
 
 func (fd *netFD) write(t *Task, b []byte) (int, error) {
+	if fd.useRing() {
+		return fd.sendOp(t, b)
+	}
 	written := 0
 	for written < len(b) {
 		if fd.closing.Load() {
@@ -200,6 +256,7 @@ func (fd *netFD) close() error {
 	l.postRelease(func(onLoop bool) {
 		if onLoop {
 			l.fds.unwatch(l, fd.fd)
+			fd.dropReceived(l)
 		}
 		fd.release()
 	})
@@ -380,6 +437,9 @@ func (ln *fdListener) close() error   { return ln.fd.close() }
 
 func (ln *fdListener) accept(t *Task) (connImpl, error) {
 	fd := ln.fd
+	if fd.loop.ring != nil {
+		return ln.acceptOp(t)
+	}
 	for {
 		if fd.closing.Load() {
 			return nil, fd.opErr("accept", net.ErrClosed)
@@ -485,6 +545,12 @@ func connectFD(t *Task, k netKind, sa unix.Sockaddr, family int, cfg *sockConfig
 		t.loop.fds.unwatch(t.loop, s)
 		unix.Close(s)
 		return nil, err
+	}
+	if fd.loop.ring != nil {
+		if err := fd.connectOp(t, sa); err != nil {
+			return fail(err)
+		}
+		goto connected
 	}
 	switch err := unix.Connect(s, sa); err {
 	case nil, unix.EISCONN:

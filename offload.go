@@ -122,34 +122,7 @@ func (p *offloadPool) close() {
 //     its OS thread and lowers that thread's priority (on Linux, nice +10):
 //     the kernel then preempts a worker for the loop, while the workers
 //     still fill every core the loops leave idle.
-var procs struct {
-	mu       sync.Mutex
-	reserved int // workers holding a reservation, across all Runs
-	base     int // GOMAXPROCS before the first reservation
-}
-
-// reserveProcs raises GOMAXPROCS by n for a pool that may run n workers.
-func reserveProcs(n int) {
-	procs.mu.Lock()
-	defer procs.mu.Unlock()
-	if procs.reserved == 0 {
-		procs.base = runtime.GOMAXPROCS(0)
-	}
-	procs.reserved += n
-	runtime.GOMAXPROCS(procs.base + procs.reserved)
-}
-
-// releaseProcs gives back a pool's n Ps, unless someone else has changed
-// GOMAXPROCS meanwhile.
-func releaseProcs(n int) {
-	procs.mu.Lock()
-	defer procs.mu.Unlock()
-	procs.reserved -= n
-	if runtime.GOMAXPROCS(0) == procs.base+procs.reserved+n {
-		runtime.GOMAXPROCS(procs.base + procs.reserved)
-	}
-}
-
+//
 // WithLoopPriority says whether the loops are kept ahead of Offload
 // workers (the default: true): each worker raises GOMAXPROCS by one while it
 // exists and runs on an OS thread of lower priority (nice +10 on Linux), so

@@ -220,6 +220,14 @@ func (rs *runState) close() {
 	}
 	for _, l := range rs.loops {
 		l.poller.Close()
+		if l.reserved {
+			l.reserved = false
+			releaseProcs(1)
+		}
+		if l.locked {
+			l.locked = false
+			runtime.UnlockOSThread()
+		}
 	}
 }
 

@@ -216,12 +216,15 @@ func (t *Task) checkpoint() error {
 		x.cpu = 0
 		l.readyBatch(t)
 	default:
-		if now-l.lastGosched >= int64(goschedEvery) {
+		if now-l.lastGosched >= int64(goschedEvery) && !l.locked {
 			// The loop's goroutine shares its processor with the program's
 			// other goroutines (off-loop work, plain Go code, other loops
 			// beyond GOMAXPROCS): give them a turn, as a goroutine that
 			// blocks would, instead of holding the P until Go preempts it
-			// (10 ms).
+			// (10 ms). Not a loop locked to its thread (io_uring), for
+			// which a Gosched is two thread hand-offs: the program's
+			// other goroutines have a processor of their own beside it
+			// (loop.run reserves one when GOMAXPROCS is 1).
 			l.lastGosched = now
 			runtime.Gosched()
 		}

@@ -10,9 +10,10 @@ import (
 // Stats is a snapshot of a Run: its totals, then the same figures per
 // loop, and its pool of off-loop workers. See RunStats.
 type Stats struct {
-	Run        int // the Run's number, from 1 for the process's first Run
-	Loops      int // loops in the Run
-	LoopCounts     // totals over the loops
+	Run        int     // the Run's number, from 1 for the process's first Run
+	Loops      int     // loops in the Run
+	Backend    Backend // the backend the loops run: epoll, io_uring or portable (see WithBackend)
+	LoopCounts         // totals over the loops
 	PerLoop    []LoopStats
 
 	// The Offload pool (the Run's, shared by its loops).
@@ -92,7 +93,7 @@ func (p *offloadPool) stats() (queued, busy, workers int) {
 // stats takes the snapshot of RunStats.
 func (rs *runState) stats() Stats {
 	snap := rs.snapshot()
-	s := Stats{Run: rs.obs.num, Loops: len(rs.loops), PerLoop: make([]LoopStats, len(rs.loops))}
+	s := Stats{Run: rs.obs.num, Loops: len(rs.loops), PerLoop: make([]LoopStats, len(rs.loops)), Backend: rs.loops[0].backendName()}
 	for i, l := range rs.loops {
 		c := &s.PerLoop[i].LoopCounts
 		s.PerLoop[i].Loop = i

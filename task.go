@@ -61,6 +61,7 @@ type taskExtra struct {
 	hold        int32  // cancellation is held back while > 0 (joins: see holdCancel)
 	fdMode      poller.Mode
 	fd          int            // fd waited on (state waiting, waitFD)
+	op          *poller.Op     // the completion-based operation waited on (waitFD), if any
 	timer       timer          // the task's sleep
 	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
 	ctxs        []*scope       // run lock: the scopes whose context Context made (context.go)

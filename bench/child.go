@@ -41,7 +41,12 @@ func startChild(kind string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(prog, args...)
+	return startChildCmd(kind, exec.Command(prog, args...))
+}
+
+// startChildCmd is startChild with the command given: another binary, a
+// wrapper such as taskset, another environment.
+func startChildCmd(kind string, cmd *exec.Cmd) (*child, error) {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -45,6 +45,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "http" {
 		os.Exit(httpMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "pinned" {
+		os.Exit(pinnedMain(os.Args[2:]))
+	}
 	opts, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -55,3 +55,16 @@ func (p *chanBackend) Wake() error {
 
 func newDefault() (Poller, error)  { return newChan(), nil }
 func newPortable() (Poller, error) { return newChan(), nil }
+
+func newKind(Kind, Options) (Poller, error) { return newDefault() }
+
+// Op is an operation of the completion side, which no backend here has.
+type Op struct {
+	Res   int32
+	Flags uint32
+	Owner any
+}
+
+// Provided is the completion side's ring of buffers, which no backend
+// here has.
+type Provided struct{}

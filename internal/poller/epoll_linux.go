@@ -254,7 +254,11 @@ func (p *epoll) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
 		if kev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			ready |= Write
 		}
-		if e := p.fds[fd]; e != nil && !e.watched {
+		e := p.fds[fd]
+		if e != nil && e.watched && kev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			ready |= Hangup
+		}
+		if e != nil && !e.watched {
 			// One-shot: the kernel disabled the registration. Report only
 			// what was armed; re-arm whatever is still wanted.
 			ready &= e.armed
@@ -340,4 +344,22 @@ func (p *epoll) Close() error {
 	return unix.Close(p.epfd)
 }
 
-func newDefault() (Poller, error) { return newEpoll() }
+// defaultKind is the backend Default means on Linux (see DESIGN.md, "I/O"
+// for why).
+const defaultKind = Epoll
+
+func newDefault() (Poller, error) { return newKind(defaultKind, Options{}) }
+
+// newKind makes a Linux backend: io_uring, or epoll if that is what was
+// asked or io_uring cannot be had.
+func newKind(k Kind, o Options) (Poller, error) {
+	if k == Default {
+		k = defaultKind
+	}
+	if k == Uring {
+		if r, err := newUring(o); err == nil {
+			return r, nil
+		}
+	}
+	return newEpoll()
+}

@@ -8,13 +8,46 @@ import (
 // ForcedPortable reports whether the environment asks for the portable
 // backend: WEFT_BACKEND=portable, or a build with the weft_portable tag.
 func ForcedPortable() bool {
-	return buildPortable || strings.EqualFold(os.Getenv("WEFT_BACKEND"), "portable")
+	return buildPortable || EnvKind() == Portable
 }
 
-// New returns a backend of the given kind. Default honours ForcedPortable.
-func New(k Kind) (Poller, error) {
-	if k == Portable || ForcedPortable() {
+// EnvKind is the backend WEFT_BACKEND names ("uring" or "io_uring",
+// "epoll", "portable"; case does not matter), or Default.
+func EnvKind() Kind {
+	return ParseKind(os.Getenv("WEFT_BACKEND"))
+}
+
+// ParseKind reads a backend name as WEFT_BACKEND gives it; anything else
+// is Default.
+func ParseKind(s string) Kind {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "portable", "poll":
+		return Portable
+	case "epoll":
+		return Epoll
+	case "uring", "io_uring", "iouring":
+		return Uring
+	}
+	return Default
+}
+
+// New returns a backend of the given kind with default options.
+func New(k Kind) (Poller, error) { return Open(k, Options{}) }
+
+// Open returns a backend of the given kind. Default is WEFT_BACKEND's
+// choice, else the system's best; a build with the weft_portable tag
+// always gets Portable. A backend the system lacks (io_uring on an old
+// kernel, or forbidden by a seccomp profile) falls back silently to the
+// system's default: Caps().Name says which one runs.
+func Open(k Kind, o Options) (Poller, error) {
+	if buildPortable {
 		return newPortable()
 	}
-	return newDefault()
+	if k == Default {
+		k = EnvKind()
+	}
+	if k == Portable {
+		return newPortable()
+	}
+	return newKind(k, o)
 }

@@ -25,6 +25,9 @@ func backends(t *testing.T) map[string]Poller {
 		t.Fatal(err)
 	}
 	out[p.Caps().Name] = p
+	for name, p := range extraBackends() {
+		out[name] = p
+	}
 	t.Cleanup(func() {
 		for _, p := range out {
 			p.Close()

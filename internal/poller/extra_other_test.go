@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package poller
+
+func extraBackends() map[string]Poller { return nil }

@@ -89,7 +89,9 @@ const (
 // cost. The caller sets op.inline to extPolling before it starts op.
 func (t *Task) pollExternal(op *extOp, n int) bool {
 	l := t.loop
-	if l.runq.len() == 0 && l.batchq.len() == 0 && l.inboxLen.Load() == 0 {
+	// Not on a loop locked to its thread (io_uring): there giving way is a
+	// hand-off of the thread, dearer than the wake-up it would save.
+	if !l.locked && l.runq.len() == 0 && l.batchq.len() == 0 && l.inboxLen.Load() == 0 {
 		for i := 0; i < n && op.inline.Load() == extPolling; i++ {
 			runtime.Gosched() // the work's goroutine was readied on this processor: let it run
 		}

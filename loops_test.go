@@ -62,11 +62,6 @@ func TestWithLoopsZeroMeansGOMAXPROCS(t *testing.T) {
 	}
 }
 
-func spinFor(d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end); {
-	}
-}
-
 func TestGoRunsTheChildFirstOnSeveralLoops(t *testing.T) {
 	for _, n := range []int{2, 4, 8} {
 		var onLoop sync.Map

@@ -92,12 +92,6 @@ func dialEcho(addr string, n, rounds int) error {
 	return <-errs
 }
 
-func loopsUsed(m *sync.Map) int {
-	n := 0
-	m.Range(func(any, any) bool { n++; return true })
-	return n
-}
-
 // serveWithResource serves 40 connections on two loops, each task holding
 // what prepare makes while its Read moves it to its connection's loop,
 // and checks that connections were served on both loops.

@@ -2,6 +2,7 @@ package weft_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,4 +249,17 @@ func TestParallelRunsAreIndependent(t *testing.T) {
 			t.Fatalf("run %d got %d", r, v)
 		}
 	}
+}
+
+// spinFor burns CPU for d, without suspending.
+func spinFor(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// loopsUsed counts the loops recorded in m (keys: loop indexes).
+func loopsUsed(m *sync.Map) int {
+	n := 0
+	m.Range(func(any, any) bool { n++; return true })
+	return n
 }

@@ -3,6 +3,6 @@ module github.com/weft-go/weft
 go 1.26.0
 
 require (
-	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.50.0
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weft-go/weft"
-	"github.com/weft-go/weft/examples/clients/internal/servers"
+	"github.com/weft-go/weft/internal/servers"
 )
 
 var url string

@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weft-go/weft"
-	"github.com/weft-go/weft/examples/clients/internal/servers"
+	"github.com/weft-go/weft/internal/servers"
 )
 
 func main() {

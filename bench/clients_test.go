@@ -1,4 +1,4 @@
-// Package bench measures the clients through weft.Blocking beside the same
+// The database clients through weft.Blocking beside the same
 // clients used from goroutines, in one run: 10,000 SET+GET pairs with
 // go-redis, and 10,000 SELECT 1 with pgx, each from 100 tasks against 100
 // goroutines, with one client (and its pool) for both. The rounds are
@@ -6,14 +6,13 @@
 // machine; each benchmark reports the median time of a round of each, and
 // the ratio weft/goroutines per pair of rounds: its median and its range.
 //
-//	flock /tmp/weft-bench.lock go test -run '^$' -bench . -benchtime 20x ./bench
-package bench
+//	cd bench && flock /tmp/weft-bench.lock go test -run '^$' -bench 'Redis|Pgx' -benchtime 20x .
+package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/weft-go/weft"
-	"github.com/weft-go/weft/examples/clients/internal/servers"
+	"github.com/weft-go/weft/internal/servers"
 )
 
 const (
@@ -176,5 +175,3 @@ func BenchmarkPgxSelect1(b *testing.B) {
 		return nil
 	})
 }
-
-func TestMain(m *testing.M) { os.Exit(m.Run()) }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/weft-go/weft"
-	"github.com/weft-go/weft/examples/clients/internal/servers"
+	"github.com/weft-go/weft/internal/servers"
 )
 
 var addr string

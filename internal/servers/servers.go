@@ -1,5 +1,9 @@
+//go:build linux
+
 // Package servers starts a real redis-server or PostgreSQL for the client
-// examples, their tests and their benchmarks: on a free loopback port, in
+// examples, their tests and their benchmarks (Linux only: it runs a server
+// as another user and ties it to the test with Pdeathsig): on a free
+// loopback port, in
 // a temporary directory of its own, as a child process that Stop ends by
 // its process id (and waits for) and whose directory it removes.
 //

@@ -404,18 +404,26 @@ func TestBlockingShowsInDump(tt *testing.T) {
 	tt.Setenv("WEFT_LOOPS", "1")
 	run(tt, func(t *weft.Task) {
 		dumped := make(chan string, 1)
+		want := `(?m)"db-call" .*: waiting on off-loop work \(Blocking\) for \S+ at .*blocking_test\.go:\d+;`
 		p := weft.Go(t, func(t *weft.Task) (int, error) {
 			t.SetName("db-call")
 			return weft.Blocking(t, func(ctx context.Context) (int, error) { // the line to show
-				var b bytes.Buffer
-				weft.Dump(&b)
-				dumped <- b.String()
+				// f may start before the task has published its wait:
+				// look again until it has (or give the last look).
+				var s string
+				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+					var b bytes.Buffer
+					weft.Dump(&b)
+					if s = b.String(); regexp.MustCompile(want).MatchString(s) {
+						break
+					}
+				}
+				dumped <- s
 				return 0, nil
 			})
 		})
 		p.Await(t)
 		s := <-dumped
-		want := `(?m)"db-call" .*: waiting on off-loop work \(Blocking\) for \S+ at .*blocking_test\.go:\d+;`
 		if !regexp.MustCompile(want).MatchString(s) {
 			tt.Errorf("the dump has no line matching %s:\n%s", want, s)
 		}

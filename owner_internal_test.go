@@ -3,7 +3,6 @@ package weft
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weft-go/weft/internal/coro"
 )
@@ -17,11 +16,9 @@ func TestOwnerChecksCatchATimerHeapTouchedFromAnotherLoop(t *testing.T) {
 	var msg string
 	_, err := Run(func(wt *Task) (struct{}, error) {
 		home := wt.loop
-		// A CPU-bound child moves itself to the hungry loop at a Checkpoint.
+		// The child moves to the other loop (as a Conn's task does).
 		p := Go(wt, func(ct *Task) (struct{}, error) {
-			for end := time.Now().Add(5 * time.Second); ct.loop == home && time.Now().Before(end); {
-				ct.Checkpoint()
-			}
+			ct.moveTo_(ct.rs.loops[1], "a test")
 			if ct.loop == home {
 				t.Error("the child never moved to the other loop")
 				return struct{}{}, nil

@@ -95,21 +95,22 @@ type loop struct {
 	idle []*coro.Coro // finished coroutines kept for reuse
 
 	// Scheduling (sched.go).
-	interval    int64 // the switch interval, ns
-	epoch       uint64
-	budget      int32 // ready results the running task may still take
-	batchDue    bool  // the batch lane has waited an interval
-	batchRanAt  int64 // when a batch task last ran (-1: just now, not yet stamped)
-	cpLeft      int32 // fast Checkpoints before the next slow one
-	cpStride    int32 // fast Checkpoints between slow ones
-	cpLast      int64 // when the last slow Checkpoint ran
-	pollPeriod  int64 // ns between slow Checkpoints, pollPeriodMin..pollPeriodMax
-	lastGosched int64 // when a slow Checkpoint last yielded the goroutine's P (goschedEvery)
-	sliceOwner  *Task // the task whose run sliceStart dates
-	sliceEpoch  uint64
-	sliceStart  int64
-	sliceWakes  uint64 // wakes when the slice started
-	wakes       uint64 // tasks woken by events (not those that gave way)
+	interval      int64 // the switch interval, ns
+	epoch         uint64
+	budget        int32 // ready results the running task may still take
+	batchDue      bool  // the batch lane has waited an interval
+	batchRanAt    int64 // when a batch task last ran (-1: just now, not yet stamped)
+	cpLeft        int32 // fast Checkpoints before the next slow one
+	cpStride      int32 // fast Checkpoints between slow ones
+	cpLast        int64 // when the last slow Checkpoint ran
+	pollPeriod    int64 // ns between slow Checkpoints, pollPeriodMin..pollPeriodMax
+	lastGosched   int64 // when a slow Checkpoint last yielded the goroutine's P (goschedEvery)
+	goschedPeriod int64 // the time between two such yields, goschedEvery to goschedEveryMax
+	sliceOwner    *Task // the task whose run sliceStart dates
+	sliceEpoch    uint64
+	sliceStart    int64
+	sliceWakes    uint64 // wakes when the slice started
+	wakes         uint64 // tasks woken by events (not those that gave way)
 
 	aborted bool // Run is unwinding after a Goexit in a task
 	isIdle  bool // run lock: counted in rs.idle (multi only)
@@ -163,6 +164,7 @@ func newLoop(rs *runState, id int, o options) (*loop, error) {
 	}
 	l.timers.owner, l.fds.owner = l, l
 	l.pollPeriod = int64(pollPeriodMax)
+	l.goschedPeriod = int64(goschedEvery)
 	l.interval = int64(o.interval)
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)

@@ -64,8 +64,15 @@ const (
 	pollPeriodMax = 50 * time.Microsecond
 
 	// goschedEvery is how often a CPU-bound task's slow Checkpoints let the
-	// loop's goroutine give its processor to other goroutines.
-	goschedEvery = 20 * time.Microsecond
+	// loop's goroutine give its processor to other goroutines, while doing
+	// so costs little. When a Gosched keeps the loop off its processor for
+	// longer than the period it ran (the processors are taken by goroutines
+	// that do not block, such as other loops beyond GOMAXPROCS), the period
+	// grows to that wait (at least double), up to goschedEveryMax, Go's own
+	// time slice, so that the loop keeps its share of the processor; it
+	// halves back when Gosched is cheap.
+	goschedEvery    = 20 * time.Microsecond
+	goschedEveryMax = 10 * time.Millisecond
 
 	// maxCheckpointStride bounds the fast Checkpoint calls between two slow
 	// ones, so that a task calling it in a tight loop still polls.
@@ -216,7 +223,7 @@ func (t *Task) checkpoint() error {
 		x.cpu = 0
 		l.readyBatch(t)
 	default:
-		if now-l.lastGosched >= int64(goschedEvery) && !l.locked {
+		if now-l.lastGosched >= l.goschedPeriod && !l.locked {
 			// The loop's goroutine shares its processor with the program's
 			// other goroutines (off-loop work, plain Go code, other loops
 			// beyond GOMAXPROCS): give them a turn, as a goroutine that
@@ -225,8 +232,20 @@ func (t *Task) checkpoint() error {
 			// which a Gosched is two thread hand-offs: the program's
 			// other goroutines have a processor of their own beside it
 			// (loop.run reserves one when GOMAXPROCS is 1).
-			l.lastGosched = now
 			runtime.Gosched()
+			// The time the goroutine waited for a processor again is not
+			// the task's use of the loop: with more loops than cores, or
+			// beside goroutines that never block, it can be a whole Go
+			// time slice (10 ms), and charging it would send the task to
+			// the batch lane after every Gosched, starving it there.
+			after := l.clock.Nanotime()
+			if wait := after - now; wait > l.goschedPeriod {
+				l.goschedPeriod = min(max(2*l.goschedPeriod, wait), int64(goschedEveryMax))
+			} else {
+				l.goschedPeriod = max(l.goschedPeriod/2, int64(goschedEvery))
+			}
+			l.lastGosched = after
+			l.sliceStart = after
 		}
 		return nil
 	}

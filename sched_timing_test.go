@@ -90,6 +90,17 @@ func TestCPUTasksShareTheLoop(t *testing.T) {
 
 func TestBatchLaneProgressesBesideAlwaysRunnableTasks(t *testing.T) {
 	skipTimingUnderRace(t)
+	t.Run("default", func(t *testing.T) { batchLaneProgresses(t) })
+	// More loops than cores, each kept busy by a task that never waits:
+	// the CPU task's Gosched can leave its loop off a processor for a Go
+	// time slice, which must not count as the task's use of the loop (it
+	// was sent to the batch lane after every Gosched and starved there).
+	t.Run("more-loops-than-cores", func(t *testing.T) {
+		batchLaneProgresses(t, weft.WithLoops(2*runtime.GOMAXPROCS(0)))
+	})
+}
+
+func batchLaneProgresses(t *testing.T, opts ...weft.Option) {
 	var stop atomic.Bool
 	var cpuWork int
 	run(t, func(wt *weft.Task) {
@@ -110,7 +121,7 @@ func TestBatchLaneProgressesBesideAlwaysRunnableTasks(t *testing.T) {
 		stop.Store(true)
 		weft.All(wt, busy...)
 		cpuWork, _ = cpu.Await(wt)
-	}, weft.WithSwitchInterval(2*time.Millisecond))
+	}, append(opts, weft.WithSwitchInterval(2*time.Millisecond))...)
 	if cpuWork < 20 {
 		t.Fatalf("the CPU task starved beside always-runnable tasks: %d units in 200 ms", cpuWork)
 	}

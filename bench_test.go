@@ -13,6 +13,7 @@ func BenchmarkSpawnAwait(b *testing.B)         { benchmarks.SpawnAwait(b) }
 func BenchmarkGoroutineSpawnJoin(b *testing.B) { benchmarks.GoroutineSpawnJoin(b) }
 
 func BenchmarkYieldPingPong(b *testing.B)   { benchmarks.YieldPingPong(b) }
+func BenchmarkEmptyRun(b *testing.B)        { benchmarks.EmptyRun(b) }
 func BenchmarkChannelPingPong(b *testing.B) { benchmarks.ChannelPingPong(b) }
 
 func BenchmarkSleepingTaskMemory(b *testing.B)    { benchmarks.SleepingTaskMemory(b) }

@@ -24,8 +24,9 @@ type Pair struct {
 
 // Core lists the core runtime's timing benchmarks.
 var Core = []Pair{
-	{"spawn+await", SpawnAwait, GoroutineSpawnJoin, "Go + Await of a trivial task", "go statement + channel receive", "<= 0.5x, goal 0.25x"},
-	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.5x, goal 0.25x"},
+	{"spawn+await", SpawnAwait, GoroutineSpawnJoin, "Go + Await of a trivial task", "go statement + channel receive", "<= 0.5x"},
+	{"yield ping-pong", YieldPingPong, ChannelPingPong, "two tasks yield to each other, per round trip", "two goroutines, unbuffered channels, per round trip", "<= 0.35x"},
+	{"empty Run", EmptyRun, GoroutineSpawnJoin, "weft.Run of a main that returns at once, default options", "go statement + channel receive", "< 15 us"},
 	{"spawn+cancel+await", Cancel, ContextCancel, "Go a sleeping task, Cancel it, Await it", "goroutine blocked on ctx.Done(), CancelFunc, wait", "report"},
 	{"checkpoint (no switch due)", Checkpoint, Gosched, "Task.Checkpoint when no switch is due", "runtime.Gosched", "<= 20 ns, goal 5 ns"},
 	{"group spawn", GroupGo, WaitGroupGo, "TaskGroup.Go of a trivial task, all joined by Group", "sync.WaitGroup.Go of a trivial goroutine, all waited for", "report"},
@@ -47,6 +48,15 @@ func SpawnAwaitWith(b *testing.B, opts ...weft.Option) {
 		}
 		return 0, nil
 	}, opts...)
+}
+
+// EmptyRun runs a main task that returns at once, b.N times, with the
+// default options: the fixed cost of a Run (its loop, poller and clock).
+func EmptyRun(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		weft.Run(func(*weft.Task) (int, error) { return 1, nil })
+	}
 }
 
 // GoroutineSpawnJoin starts a goroutine and waits for its result on a

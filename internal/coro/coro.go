@@ -158,20 +158,18 @@ func (c *Coro) Close() {
 }
 
 // Running reports whether the calling goroutine is a Coro's: whether the
-// caller runs inside a job. It inspects the stack, so it is slow (about a
-// microsecond); it serves checks such as refusing a nested Run.
+// caller runs inside a job. It walks the stack's program counters and looks
+// each up in the function table, without symbolizing frames (a few hundred
+// nanoseconds for a shallow stack); it serves checks such as refusing a
+// nested Run.
 func Running() bool {
-	var pcs [64]uintptr
+	var pcs [32]uintptr
 	for skip := 1; ; skip += len(pcs) {
 		n := runtime.Callers(skip, pcs[:])
-		frames := runtime.CallersFrames(pcs[:n])
-		for {
-			fr, more := frames.Next()
-			if fr.Function == bodyName {
+		for _, pc := range pcs[:n] {
+			// FuncForPC names the innermost function at pc, inlined or not.
+			if f := runtime.FuncForPC(pc - 1); f != nil && f.Name() == bodyName {
 				return true
-			}
-			if !more {
-				break
 			}
 		}
 		if n < len(pcs) {

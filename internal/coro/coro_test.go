@@ -113,3 +113,48 @@ func TestPlainCacheTellsPlainGoroutinesFromCoroutines(t *testing.T) {
 		t.Fatal("a plain goroutine was taken for a Coro's")
 	}
 }
+
+func BenchmarkRunningOutside(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if Running() {
+			b.Fatal("Running outside a Coro")
+		}
+	}
+}
+
+type funcJob func()
+
+func (f funcJob) RunJob() { f() }
+
+// deep calls f at the bottom of n frames.
+//
+//go:noinline
+func deep(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	deep(n-1, f)
+}
+
+func TestRunningSeesTheCoroAtAnyDepth(t *testing.T) {
+	if Running() {
+		t.Fatal("Running in a plain goroutine")
+	}
+	c := New()
+	defer c.Close()
+	for _, depth := range []int{0, 31, 32, 33, 100} {
+		var got bool
+		if !c.Start(funcJob(func() { deep(depth, func() { got = Running() }) })) {
+			t.Fatal("job did not finish")
+		}
+		if !got {
+			t.Errorf("Running at depth %d inside a job = false", depth)
+		}
+	}
+	done := make(chan bool)
+	go func() { done <- Running() }()
+	if <-done {
+		t.Error("Running in a goroutine a job did not start")
+	}
+}

@@ -244,8 +244,9 @@ func (t *Task) checkpoint() error {
 			} else {
 				l.goschedPeriod = max(l.goschedPeriod/2, int64(goschedEvery))
 			}
-			l.lastGosched = after
-			l.sliceStart = after
+			// Nor is it time the calls between two slow Checkpoints took:
+			// the stride adapts to the task's pace, not to the scheduler's.
+			l.lastGosched, l.sliceStart, l.cpLast = after, after, after
 		}
 		return nil
 	}

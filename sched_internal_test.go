@@ -142,12 +142,16 @@ func TestCheckpointFastPathStrideAdapts(t *testing.T) {
 	_, err := Run(func(wt *Task) (struct{}, error) {
 		l := wt.loop
 		deadline := time.Now().Add(50 * time.Millisecond)
+		var most int32
 		for time.Now().Before(deadline) {
 			wt.Checkpoint()
+			most = max(most, l.cpStride)
 		}
-		// Calls cost nanoseconds: thousands of fast calls per slow one.
-		if l.cpStride < 100 {
-			t.Errorf("stride %d after a tight loop of Checkpoints", l.cpStride)
+		// Calls cost nanoseconds: thousands of fast calls per slow one. (The
+		// largest stride seen: a preemption of the loop's thread just
+		// before the last slow call lowers the last one, for one period.)
+		if most < 100 {
+			t.Errorf("stride at most %d in a tight loop of Checkpoints", most)
 		}
 		return struct{}{}, nil
 	}, WithLoops(1))

@@ -66,6 +66,7 @@ type watchdog struct {
 	limit time.Duration
 	stop  chan struct{}
 	done  chan struct{}
+	first *time.Timer // starts the goroutine at the first sample (see startWatchdog)
 
 	// The early looks (probe), on the watchdog's goroutine only.
 	lastProbe time.Time
@@ -88,13 +89,24 @@ func (rs *runState) startWatchdog(o *options) *watchdog {
 	}
 	wd := &watchdog{rs: rs, limit: limit, stop: make(chan struct{}), done: make(chan struct{})}
 	rs.obs.wd = wd
-	go wd.run()
+	// Its goroutine starts when the first sample is due: a Run shorter
+	// than a sampling period (a quarter of the limit) starts none, and an
+	// empty Run costs a timer rather than a goroutine start and the wake of
+	// a thread for it.
+	wd.first = time.AfterFunc(wd.period(), wd.run)
 	return wd
 }
 
-// end stops the watchdog and waits for its goroutine to return.
+// period is the time between two samples.
+func (wd *watchdog) period() time.Duration { return max(wd.limit/4, time.Millisecond) }
+
+// end stops the watchdog and waits for its goroutine, if it started, to
+// return.
 func (wd *watchdog) end() {
 	close(wd.stop)
+	if wd.first.Stop() {
+		return // it never started
+	}
 	<-wd.done
 }
 
@@ -114,43 +126,55 @@ type loopWatch struct {
 	probed   bool      // this episode has had its early look
 }
 
+// run samples the loops every period until end, from the first period's
+// end (it is time.AfterFunc's function).
 func (wd *watchdog) run() {
 	defer close(wd.done)
-	period := max(wd.limit/4, time.Millisecond)
-	tick := time.NewTicker(period)
+	tick := time.NewTicker(wd.period())
 	defer tick.Stop()
 	watch := make([]loopWatch, len(wd.rs.loops))
-	for {
+	for now := time.Now(); ; {
 		select {
 		case <-wd.stop:
 			return
-		case now := <-tick.C:
-			for i, l := range wd.rs.loops {
-				lw := &watch[i]
-				w, cps := l.obs.run.Load(), l.obs.cps.Load()
-				if w != lw.word || cps != lw.cps {
-					if w != lw.word {
-						l.obs.seen.Store(&watchSample{word: w, since: now})
-					}
-					*lw = loopWatch{word: w, cps: cps, since: now}
-					continue
-				}
-				id := uint32(w)
-				if id == 0 || lw.reported {
-					continue
-				}
-				if held := now.Sub(lw.since); held >= wd.limit {
-					lw.reported = true
-					wd.report(i, id, held, false)
-				} else if !lw.probed && now.Sub(wd.lastProbe) >= probeEvery {
-					// Held over two samples: look early for a blocking call.
-					lw.probed = true
-					lw.reported = wd.report(i, id, held, true)
-					// The look stopped the world for a moment: that is not the
-					// task's time.
-					lw.since = lw.since.Add(time.Since(now))
-				}
+		default:
+		}
+		wd.sample(now, watch)
+		select {
+		case <-wd.stop:
+			return
+		case now = <-tick.C:
+		}
+	}
+}
+
+// sample looks at every loop's switch word at now: a loop that has run
+// the same task since the last samples for the limit or longer is reported.
+func (wd *watchdog) sample(now time.Time, watch []loopWatch) {
+	for i, l := range wd.rs.loops {
+		lw := &watch[i]
+		w, cps := l.obs.run.Load(), l.obs.cps.Load()
+		if w != lw.word || cps != lw.cps {
+			if w != lw.word {
+				l.obs.seen.Store(&watchSample{word: w, since: now})
 			}
+			*lw = loopWatch{word: w, cps: cps, since: now}
+			continue
+		}
+		id := uint32(w)
+		if id == 0 || lw.reported {
+			continue
+		}
+		if held := now.Sub(lw.since); held >= wd.limit {
+			lw.reported = true
+			wd.report(i, id, held, false)
+		} else if !lw.probed && now.Sub(wd.lastProbe) >= probeEvery {
+			// Held over two samples: look early for a blocking call.
+			lw.probed = true
+			lw.reported = wd.report(i, id, held, true)
+			// The look stopped the world for a moment: that is not the
+			// task's time.
+			lw.since = lw.since.Add(time.Since(now))
 		}
 	}
 }

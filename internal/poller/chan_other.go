@@ -18,7 +18,7 @@ func newChan() *chanBackend {
 	return &chanBackend{wake: make(chan struct{}, 1), timer: t}
 }
 
-func (p *chanBackend) Caps() Caps             { return Caps{Name: "none"} }
+func (p *chanBackend) Caps() Caps             { return portableCaps }
 func (p *chanBackend) Arm(int, Mode) error    { return ErrUnsupported }
 func (p *chanBackend) Disarm(int, Mode) error { return nil }
 func (p *chanBackend) Watch(int) error        { return ErrUnsupported }
@@ -52,6 +52,9 @@ func (p *chanBackend) Wake() error {
 	}
 	return nil
 }
+
+// portableCaps are the channel backend's capabilities.
+var portableCaps = Caps{Name: "none"}
 
 func newDefault() (Poller, error)  { return newChan(), nil }
 func newPortable() (Poller, error) { return newChan(), nil }

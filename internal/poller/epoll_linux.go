@@ -97,7 +97,10 @@ func newEpoll() (*epoll, error) {
 	return p, nil
 }
 
-func (p *epoll) Caps() Caps { return Caps{Name: "epoll", FDs: true, Edge: true} }
+// epollCaps are the epoll backend's capabilities.
+var epollCaps = Caps{Name: "epoll", FDs: true, Edge: true}
+
+func (p *epoll) Caps() Caps { return epollCaps }
 
 func modeBits(m Mode) uint32 {
 	var b uint32
@@ -361,5 +364,14 @@ func newKind(k Kind, o Options) (Poller, error) {
 			return r, nil
 		}
 	}
-	return newEpoll()
+	return newLazy(epollCaps, openEpoll), nil
+}
+
+// openEpoll opens an epoll backend (for lazy).
+func openEpoll() (Poller, error) {
+	p, err := newEpoll()
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -41,13 +41,18 @@ func New(k Kind) (Poller, error) { return Open(k, Options{}) }
 // system's default: Caps().Name says which one runs.
 func Open(k Kind, o Options) (Poller, error) {
 	if buildPortable {
-		return newPortable()
+		return openPortable()
 	}
 	if k == Default {
 		k = EnvKind()
 	}
 	if k == Portable {
-		return newPortable()
+		return openPortable()
 	}
 	return newKind(k, o)
+}
+
+// openPortable is the portable backend, opened on first use (see lazy).
+func openPortable() (Poller, error) {
+	return newLazy(portableCaps, newPortable), nil
 }

@@ -38,7 +38,10 @@ func newPoll() (*pollBackend, error) {
 	return &pollBackend{armed: make(map[int]Mode), rpipe: p[0], wpipe: p[1]}, nil
 }
 
-func (p *pollBackend) Caps() Caps { return Caps{Name: "poll", FDs: true} }
+// portableCaps are the poll(2) backend's capabilities.
+var portableCaps = Caps{Name: "poll", FDs: true}
+
+func (p *pollBackend) Caps() Caps { return portableCaps }
 
 func (p *pollBackend) Arm(fd int, m Mode) error {
 	if fd < 0 {

@@ -32,6 +32,13 @@
 //  7. Close releases the kernel objects. The fds that were armed or watched
 //     are not closed: they belong to their owners.
 //
+// Open hands out the readiness backends (epoll, poll) unopened: their
+// kernel objects come with the first Arm, Watch or Wait, so that a Run
+// that never touches a descriptor, nor sleeps in the kernel, opens none.
+// Caps are known before; a Wake before the open is kept for the first
+// Wait; an open that fails is the error of the Arm or Watch that asked
+// for it (see lazy.go).
+//
 // # The completion side
 //
 // A backend whose Caps().Completion is true (io_uring) is also a

@@ -192,21 +192,30 @@ func (wd *watchdog) report(li int, id uint32, d time.Duration, early bool) bool 
 		if wd.looked[pc] {
 			return false
 		}
-		if wd.looked == nil {
-			wd.looked = map[uintptr]bool{}
-		}
-		wd.looked[pc] = true
 		wd.lastProbe = time.Now()
 	}
 	fn := funcNameOf(pc)
 	state, stack := taskStack(fn)
 	cause := stuckCause(state, stack)
-	// Ask again: if the loop moved on while we looked, there is no report.
+	// Ask again: if the loop moved on while we looked, there is no report,
+	// and an early look may come again for this function.
 	if uint32(rs.loops[li].obs.run.Load()) != id {
 		return false
 	}
-	if early && !inBlockingCall(state, stack) {
-		return false
+	if early {
+		blocking := inBlockingCall(state, stack)
+		// A goroutine found runnable has just been woken (its call
+		// returned, and it waits for a processor): the look says nothing
+		// about the function, so it does not count as its one look.
+		if blocking || state != "runnable" {
+			if wd.looked == nil {
+				wd.looked = map[uintptr]bool{}
+			}
+			wd.looked[pc] = true
+		}
+		if !blocking {
+			return false
+		}
 	}
 	if name == "" {
 		name = fmt.Sprintf("task %d", id)

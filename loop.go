@@ -144,9 +144,11 @@ type loop struct {
 
 	// The thread of control, for the owner checks (owner.go): the
 	// coroutine running for the loop now (nil: the loop's goroutine,
-	// loopG). Written only when ownerChecks is on.
-	thread  *coro.Coro
-	loopG   uintptr
+	// loopG). Written only when ownerChecks is on, by the loop; atomic,
+	// because the check that catches a wrong-goroutine access reads them
+	// from that wrong goroutine.
+	thread  atomic.Pointer[coro.Coro]
+	loopG   atomic.Uintptr
 	preempt atomic.Uint32 // the running task's next Checkpoint must look (inbox)
 }
 

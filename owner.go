@@ -28,10 +28,10 @@ func (l *loop) assertOwner(what string) {
 		return
 	}
 	var want uintptr
-	if c := l.thread; c != nil {
+	if c := l.thread.Load(); c != nil {
 		want = c.G()
 	} else {
-		want = l.loopG
+		want = l.loopG.Load()
 	}
 	if want == 0 {
 		return // the loop has not started, or has ended (Run closes it)
@@ -55,19 +55,17 @@ func (rs *runState) assertRunLocked(what string) {
 
 // switchTo records that l's thread of control moves to c (nil: the loop's
 // goroutine) and returns the previous one, for switchBack.
-func (l *loop) switchTo(c *coro.Coro) (prev *coro.Coro) {
+func (l *loop) switchTo(c *coro.Coro) *coro.Coro {
 	if !ownerChecks {
 		return nil
 	}
-	prev = l.thread
-	l.thread = c
-	return prev
+	return l.thread.Swap(c)
 }
 
 // switchBack records that the thread of control is prev again.
 func (l *loop) switchBack(prev *coro.Coro) {
 	if ownerChecks {
-		l.thread = prev
+		l.thread.Store(prev)
 	}
 }
 
@@ -77,9 +75,9 @@ func (l *loop) ownLoopGoroutine(start bool) {
 	if !ownerChecks {
 		return
 	}
-	l.thread = nil
-	l.loopG = 0
+	l.thread.Store(nil)
+	l.loopG.Store(0)
 	if start {
-		l.loopG = coro.Getg()
+		l.loopG.Store(coro.Getg())
 	}
 }

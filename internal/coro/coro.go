@@ -32,7 +32,7 @@ type Coro struct {
 	stop  func()
 	yield func(struct{}) bool // set on the Coro's goroutine when it first runs
 	job   Job                 // the job running now; nil between jobs
-	g     uintptr             // the Coro's goroutine; 0 until it first runs
+	g     atomic.Uintptr      // the Coro's goroutine; 0 until it first runs (read by owner checks from other goroutines)
 }
 
 // New returns a Coro whose goroutine starts on the first Start.
@@ -44,11 +44,12 @@ func New() *Coro {
 
 func (c *Coro) body(yield func(struct{}) bool) {
 	c.yield = yield
-	c.g = Getg()
+	g := Getg()
+	c.g.Store(g)
 	if HaveGetg {
 		registrations.Add(1) // before the Store: see PlainCache
-		byG.Store(c.g, c)
-		defer byG.Delete(c.g)
+		byG.Store(g, c)
+		defer byG.Delete(g)
 	}
 	for c.job != nil {
 		c.job.RunJob()
@@ -148,7 +149,7 @@ func (pc *PlainCache) Plain() bool {
 func (c *Coro) Busy() bool { return c.job != nil }
 
 // G identifies the Coro's goroutine (see Getg); 0 before its first Start.
-func (c *Coro) G() uintptr { return c.g }
+func (c *Coro) G() uintptr { return c.g.Load() }
 
 // Close ends the Coro's goroutine. An idle Coro simply exits. A Coro with a
 // suspended job has Suspend return false inside that job, which must then

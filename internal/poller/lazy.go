@@ -20,11 +20,11 @@ import (
 // backend; Wait publishes the backend and then takes the flag. One of
 // the two sees the other (the atomics are sequentially consistent).
 type lazy struct {
-	caps  Caps
-	open  func() (Poller, error)
-	p     Poller                 // the backend, once open; only the loop's goroutine writes it
-	pub   atomic.Pointer[Poller] // p, published for Wake
-	woken atomic.Bool            // a Wake came before the backend existed
+	caps   Caps
+	open   func() (Poller, error)
+	p      Poller      // the backend, once open; only the loop's goroutine writes it
+	opened atomic.Bool // p is set: other goroutines (Wake) may read it
+	woken  atomic.Bool // a Wake came before the backend existed
 }
 
 func newLazy(caps Caps, open func() (Poller, error)) *lazy {
@@ -43,7 +43,7 @@ func (z *lazy) get() (Poller, error) {
 		return nil, err
 	}
 	z.p = p
-	z.pub.Store(&z.p)
+	z.opened.Store(true)
 	return p, nil
 }
 
@@ -84,32 +84,32 @@ func (z *lazy) Unwatch(fd int) error {
 const lazyOpenFailedSleep = time.Millisecond
 
 func (z *lazy) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
-	if z.p == nil {
-		p, err := z.get()
-		if err != nil {
-			if timeout < 0 || timeout > lazyOpenFailedSleep {
-				timeout = lazyOpenFailedSleep
-			}
-			if !z.woken.Swap(false) && timeout > 0 {
-				time.Sleep(timeout)
-			}
-			return evs, nil
-		}
-		if z.woken.Swap(false) {
-			timeout = 0 // a Wake came while the backend did not exist
-		}
-		return p.Wait(timeout, evs)
+	if z.p != nil {
+		return z.p.Wait(timeout, evs)
 	}
-	return z.p.Wait(timeout, evs)
+	p, err := z.get()
+	if err != nil {
+		if timeout < 0 || timeout > lazyOpenFailedSleep {
+			timeout = lazyOpenFailedSleep
+		}
+		if !z.woken.Swap(false) && timeout > 0 {
+			time.Sleep(timeout)
+		}
+		return evs, nil
+	}
+	if z.woken.Swap(false) {
+		timeout = 0 // a Wake came while the backend did not exist
+	}
+	return p.Wait(timeout, evs)
 }
 
 func (z *lazy) Wake() error {
-	if pp := z.pub.Load(); pp != nil {
-		return (*pp).Wake()
+	if z.opened.Load() {
+		return z.p.Wake()
 	}
 	z.woken.Store(true)
-	if pp := z.pub.Load(); pp != nil {
-		return (*pp).Wake() // it opened meanwhile and may not have seen the flag
+	if z.opened.Load() {
+		return z.p.Wake() // it opened meanwhile and may not have seen the flag
 	}
 	return nil
 }
@@ -122,7 +122,7 @@ func (z *lazy) Close() error {
 }
 
 // Opened reports whether b's kernel objects exist: false for a lazy
-// backend not used yet (for tests and Stats).
+// backend not used yet (for tests).
 func Opened(b Poller) bool {
 	if z, ok := b.(*lazy); ok {
 		return z.p != nil

@@ -18,12 +18,12 @@ import (
 // structured-concurrency combinators. Every other non-test file of the
 // package belongs to a layer (net, pipes, offload, sync).
 var coreFiles = []string{
-	"backend.go", "procs.go", "balance.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
-	"doc.go", "errors.go", "external.go", "fdwait.go", "finish.go", "first.go", "group.go",
-	"labels.go", "loop.go", "obs.go", "dump.go", "watchdog.go", "tracehook.go", "tasklabels.go", "park.go", "promise.go", "queue.go",
-	"readiness_unix.go", "readynow_*.go", "run.go", "runstate.go", "sched.go", "task.go",
+	"backend.go", "procs.go", "handover.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
+	"doc.go", "errors.go", "external.go", "fd.go", "fd_*.go", "finish.go", "first.go", "group.go",
+	"labels.go", "labels_task.go", "loop.go", "observe.go", "obs_dump.go", "obs_watchdog.go", "trace.go", "park.go", "promise.go", "queue.go",
+	"run.go", "loops.go", "sched.go", "task.go",
 	"timers.go", "unobserved.go", "owner*.go", "envloops_*.go",
-	"network.go", "seed.go", // simulation
+	"seed_network.go", "seed.go", // simulation
 }
 
 func isCoreFile(name string) bool {

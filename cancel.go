@@ -50,7 +50,6 @@ package weft
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 )
 
 // scope is a node of the cancellation tree. Loop-owned.
@@ -66,16 +65,6 @@ type scopeState struct {
 	shield bool         // an open Protect: cancellation from above stops here
 	dl     *deadline    // a Timeout's deadline, on the Timeout's scope
 	ctx    *taskContext // the context of code in this scope, once asked for (context.go)
-}
-
-// deadline is a Timeout's: when it passes, its scope is cancelled with err.
-type deadline struct {
-	when  int64  // on the Run's clock; immutable
-	scope *scope // immutable once the child is made
-	timer *timer // on tloop's heap
-	tloop *loop
-	fired atomic.Bool // the scope has been cancelled by it
-	off   atomic.Bool // the Timeout returned: it no longer applies
 }
 
 func (s *scope) state() *scopeState {
@@ -191,38 +180,6 @@ func (t *Task) cancelPoint() error {
 		return t.checkDeadline(d)
 	}
 	return nil
-}
-
-// checkDeadline expires t's deadline d if it has passed: the cancellation
-// is then seen at this suspension point, not only when the loop next looks
-// at its timers.
-func (t *Task) checkDeadline(d *deadline) error {
-	if d.fired.Load() || d.off.Load() || t.loop.clock.Nanotime() < d.when {
-		return nil
-	}
-	t.loop.expire(d)
-	if t.cancelled.Load() && (t.x == nil || t.x.hold == 0) {
-		return t.causeNow()
-	}
-	return nil
-}
-
-// expire cancels the scope of a deadline that has passed (once).
-func (l *loop) expire(d *deadline) {
-	if d.off.Load() || !d.fired.CompareAndSwap(false, true) {
-		return
-	}
-	l.disarm(d)
-	l.cancelScope(d.scope, deadlineError{d})
-}
-
-// disarm removes d's timer, from the loop that holds it.
-func (l *loop) disarm(d *deadline) {
-	if to := d.tloop; to == l {
-		l.timers.remove(d.timer)
-	} else {
-		to.post(func() { to.timers.remove(d.timer) })
-	}
 }
 
 // cancelScope cancels s with cause (see the model above), from a task or

@@ -211,3 +211,12 @@ func isInternalFunc(name string) bool {
 		strings.HasPrefix(name, "github.com/weft-go/weft/internal/") ||
 		strings.HasPrefix(name, "runtime.")
 }
+
+// shortFuncName drops the import path from a function name:
+// "github.com/x/y.f.func1" becomes "y.f.func1".
+func shortFuncName(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}

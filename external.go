@@ -25,7 +25,7 @@ type extOp struct {
 	done    atomic.Bool   // fn has returned (set on the loop that started it)
 	fin     chan struct{} // if not nil, closed when fn has returned (any goroutine may wait)
 	inline  atomic.Uint32 // extPolling while the task polls for fn's return (pollExternal), then extTaken if fn returned meanwhile
-	tr      traceOp       // the work's lane and times, when tracing (tracehook.go)
+	tr      traceOp       // the work's lane and times, when tracing (trace.go)
 }
 
 // startExternal runs fn off the loop as external work of t's loop: start

@@ -2,7 +2,10 @@
 
 package weft
 
-import "github.com/weft-go/weft/internal/poller"
+import (
+	"github.com/weft-go/weft/internal/poller"
+	"golang.org/x/sys/unix"
+)
 
 // Readable suspends the task until fd is ready for reading (or at end of
 // file, or in error), like poll(2) with POLLIN: it does not read. A bad fd
@@ -23,4 +26,15 @@ func Readable(t *Task, fd int) error {
 func Writable(t *Task, fd int) error {
 	t.check("Writable")
 	return t.waitFD(fd, poller.Write)
+}
+
+// readyNow asks the kernel, without waiting, whether fd is ready for m.
+func readyNow(fd int, m poller.Mode) bool {
+	ev := int16(unix.POLLIN)
+	if m == poller.Write {
+		ev = unix.POLLOUT
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: ev}}
+	n, err := unix.Poll(pfd, 0)
+	return err == nil && n > 0
 }

@@ -3,32 +3,7 @@ package weft
 import (
 	"context"
 	"errors"
-	"time"
 )
-
-// ErrTimeout is returned by Timeout when the deadline passed before the
-// function finished. errors.Is(ErrTimeout, context.DeadlineExceeded) is
-// true, and it has a Timeout method that returns true, like the net
-// package's timeout errors.
-var ErrTimeout error = timeoutError{}
-
-type timeoutError struct{}
-
-func (timeoutError) Error() string        { return "weft: timeout" }
-func (timeoutError) Timeout() bool        { return true }
-func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
-
-// deadlineError is the cause a Timeout cancels its function with: it
-// matches both context.Canceled (it is a cancellation) and
-// context.DeadlineExceeded (that is why). Each Timeout's is its own value,
-// so that a Timeout can tell its own deadline's cancellation from another.
-type deadlineError struct{ d *deadline }
-
-func (deadlineError) Error() string { return "weft: deadline exceeded: cancelled by Timeout" }
-func (deadlineError) Timeout() bool { return true }
-func (deadlineError) Is(target error) bool {
-	return target == context.DeadlineExceeded || target == context.Canceled
-}
 
 // firstLostError is the cause First cancels the losers with.
 type firstLostError struct{}
@@ -98,73 +73,6 @@ func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {
 		return zero, err
 	}
 	return ps[winner].result()
-}
-
-// Timeout runs f on the calling task with a deadline d from now, on the
-// loop's clock, as a cancel scope (Trio's fail_after, asyncio's timeout,
-// Eio's with_timeout, Go's context.WithTimeout): f receives t itself, so
-// everything bound to the task (a ResponseWriter, a ReadWriter, a Mutex
-// held, t.Context()) works inside it, and Timeouts, Groups and Protects
-// nest inside f as anywhere else. Timeout returns f's result, with one
-// exception: if the deadline passed and f's error is the deadline's
-// cancellation (f let the cancellation propagate, as Trio's fail_after
-// requires), Timeout returns ErrTimeout. If f finished otherwise, with a
-// value or another error, even after the deadline (it caught the
-// cancellation, or a read completed just as the deadline passed), its
-// result is returned as it is: nothing f produced is thrown away.
-//
-// What the deadline reaches: when it passes, f's code and every task it
-// started (at any depth, except inside a Protect) are cancelled: their
-// suspension points return an error that matches both context.Canceled
-// and context.DeadlineExceeded. It is seen at the next suspension point
-// even if the loop has not looked at its timers (tasks that only Yield to
-// each other, await settled promises or call Checkpoint see it there).
-// Tasks f starts inherit the deadline, and their Contexts report it; the
-// Context taken inside f reports it too, and its Err is
-// context.DeadlineExceeded once it passed. When Timeout returns, the
-// deadline no longer applies to anything: the task goes on uncancelled
-// (unless a cancellation from outside reached it meanwhile), the context
-// taken inside f is cancelled (as a context.WithTimeout's at the end of
-// its function), and a task f started with Go that outlives f no longer
-// runs under the deadline. An earlier deadline around the Timeout still
-// applies inside it; a Protect inside f shields its body from the
-// deadline.
-//
-// A d <= 0 deadline has already passed: f runs until it first reaches a
-// suspension point, where it is cancelled.
-//
-// Timeout itself does not suspend: f's suspension points are the
-// cancellation points. If the calling task is cancelled, or is cancelled
-// while f runs, f sees it at its next suspension point and Timeout returns
-// what f returned (the cause, if f let it through). A panic in f
-// propagates, after the deadline is removed. The task may move to another
-// loop inside f (to reach a Conn's loop, say); the deadline's timer stays
-// on the loop that set it and reaches the task wherever it runs.
-func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (v T, err error) {
-	t.check("Timeout")
-	if f == nil {
-		panic("weft: Timeout called with a nil function")
-	}
-	l := t.loop
-	d = max(d, 0)
-	dl := &deadline{when: l.deadline(int64(d)), tloop: l}
-	s := &scope{st: &scopeState{dl: dl}}
-	dl.scope = s
-	dl.timer = l.addTimer(int64(d), func() { l.expire(dl) })
-	t.pushScope(s)
-	func() {
-		defer func() {
-			dl.off.Store(true)
-			t.popScope(s)
-			t.loop.disarm(dl) // t may be on another loop by now
-		}()
-		v, err = f(t)
-	}()
-	if dl.fired.Load() && err != nil && errors.Is(err, deadlineError{dl}) {
-		var zero T
-		return zero, ErrTimeout
-	}
-	return v, err
 }
 
 // join waits, with cancellation held back, until every promise in ps has

@@ -1,48 +1,147 @@
 package weft
 
-// The line between the core and its layers (DESIGN.md, "The core and the
-// layers"), checked: no core file may use a name that only a layer file
-// declares. A layer may use the core; the core uses no layer.
+// The map of the package (DESIGN.md, "The core and the layers"), checked:
+// the table there places every file in a family, core or layer, and no
+// core file may use a name that only a layer file declares. A layer may
+// use the core; the core uses no layer.
 
 import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// coreFiles are the core's files: tasks, promises, the loop and its run
-// queue, the wake path, timers, the poller's use, cancellation and the
-// structured-concurrency combinators. Every other non-test file of the
-// package belongs to a layer (net, pipes, offload, sync).
-var coreFiles = []string{
-	"backend.go", "procs.go", "handover.go", "callsite_*.go", "cancel.go", "combine.go", "context.go", "deadlock.go",
-	"doc.go", "errors.go", "external.go", "fd.go", "fd_*.go", "finish.go", "first.go", "group.go",
-	"labels.go", "labels_task.go", "loop.go", "observe.go", "obs_dump.go", "obs_watchdog.go", "trace.go", "park.go", "promise.go", "queue.go",
-	"run.go", "loops.go", "sched.go", "task.go",
-	"timers.go", "unobserved.go", "owner*.go", "envloops_*.go",
-	"seed_network.go", "seed.go", // simulation
+// family is a row of the map in DESIGN.md, "The core and the layers".
+type family struct {
+	name  string
+	core  bool
+	files []string // patterns, as filepath.Match takes them
 }
 
-func isCoreFile(name string) bool {
-	for _, pat := range coreFiles {
-		if ok, _ := filepath.Match(pat, name); ok {
-			return true
+// readMap reads the families from DESIGN.md's table, the one place the
+// map is written.
+func readMap(t *testing.T) []family {
+	t.Helper()
+	b, err := os.ReadFile("DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "<!-- layout:")
+	if i < 0 {
+		t.Fatal("DESIGN.md has no layout table (<!-- layout: ... -->)")
+	}
+	var fams []family
+	for _, line := range strings.Split(text[i:], "\n")[1:] {
+		if !strings.HasPrefix(line, "|") {
+			if len(fams) > 0 {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) < 3 || strings.HasPrefix(strings.TrimSpace(cells[0]), "---") || strings.TrimSpace(cells[0]) == "family" {
+			continue
+		}
+		f := family{name: strings.Trim(strings.TrimSpace(cells[0]), "`")}
+		switch kind := strings.TrimSpace(cells[1]); kind {
+		case "core":
+			f.core = true
+		case "layer":
+		default:
+			t.Fatalf("DESIGN.md's layout table: family %s has kind %q (core or layer)", f.name, kind)
+		}
+		for _, p := range strings.Split(cells[2], ",") {
+			p = strings.Trim(strings.TrimSpace(p), "`")
+			if _, err := filepath.Match(p, ""); err != nil || p == "" {
+				t.Fatalf("DESIGN.md's layout table: bad file pattern %q", p)
+			}
+			f.files = append(f.files, p)
+		}
+		fams = append(fams, f)
+	}
+	if len(fams) == 0 {
+		t.Fatal("DESIGN.md's layout table is empty")
+	}
+	return fams
+}
+
+// sourceFiles lists the package's non-test Go files.
+func sourceFiles(t *testing.T) []string {
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, "_test.go") })
+}
+
+// place returns the families whose patterns match name.
+func place(fams []family, name string) []family {
+	var in []family
+	for _, f := range fams {
+		for _, p := range f.files {
+			if ok, _ := filepath.Match(p, name); ok {
+				in = append(in, f)
+				break
+			}
 		}
 	}
-	return false
+	return in
+}
+
+// TestTheMapPlacesEveryFile checks DESIGN.md's map against the listing:
+// every source file is in exactly one family, every core pattern names a
+// file, and a layer's files carry its prefix (name.go or name_*.go), so
+// that a plain name is always the core's.
+func TestTheMapPlacesEveryFile(t *testing.T) {
+	fams := readMap(t)
+	files := sourceFiles(t)
+	for _, name := range files {
+		switch in := place(fams, name); len(in) {
+		case 0:
+			t.Errorf("%s is in no family of DESIGN.md's map: give it a layer's prefix or list it in a core row", name)
+		case 1:
+		default:
+			t.Errorf("%s is in %d families of DESIGN.md's map (%s, %s)", name, len(in), in[0].name, in[1].name)
+		}
+	}
+	for _, f := range fams {
+		for _, p := range f.files {
+			if !f.core && p != f.name+".go" && !strings.HasPrefix(p, f.name+"_") {
+				t.Errorf("layer %s: pattern %q does not carry the layer's prefix %s_", f.name, p, f.name)
+			}
+			if f.core && !slices.ContainsFunc(files, func(n string) bool { ok, _ := filepath.Match(p, n); return ok }) {
+				t.Errorf("core family %s: %q names no file", f.name, p)
+			}
+		}
+		if f.core {
+			continue
+		}
+		for _, g := range fams {
+			for _, p := range g.files {
+				if g.core && (p == f.name+".go" || strings.HasPrefix(p, f.name+"_")) {
+					t.Errorf("core file pattern %q carries layer %s's prefix", p, f.name)
+				}
+			}
+		}
+	}
 }
 
 // TestTheCoreUsesNoLayer parses the package and fails if a core file
 // refers to a package-level name (function, type, variable, constant), or
 // selects a method or field, that only layer files declare.
 func TestTheCoreUsesNoLayer(t *testing.T) {
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	fams := readMap(t)
+	isCoreFile := func(name string) bool {
+		in := place(fams, name)
+		return len(in) == 1 && in[0].core
 	}
+	names := sourceFiles(t)
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
 	// For each name, in which kind of file it is declared: [core, layer].
@@ -59,9 +158,6 @@ func TestTheCoreUsesNoLayer(t *testing.T) {
 		}
 	}
 	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
 		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -60,13 +60,13 @@ const pollEvery = 61
 const maxIdleCoros = 1024
 
 type loop struct {
-	rs *runState // the Run this loop is one of (runstate.go)
+	rs *runState // the Run this loop is one of (loops.go)
 	id int       // its index in rs.loops
 
 	sim *simState // rs.sim, at hand for the hot paths (seed.go)
 
 	// The run queue: loop-owned even with several loops (another loop
-	// never touches it; a loop hands tasks over itself: balance.go).
+	// never touches it; a loop hands tasks over itself: handover.go).
 	runq    queue[*Task] // runnable interactive tasks, FIFO (see sched.go)
 	batchq  queue[*Task] // runnable batch tasks, FIFO
 	current *Task        // the running task, nil while the scheduler runs
@@ -78,7 +78,7 @@ type loop struct {
 	poller    poller.Poller
 	caps      poller.Caps
 	ring      poller.Completer // the poller's completion side (io_uring), or nil
-	ops       []*poller.Op     // free operations for ring (net_uring_linux.go)
+	ops       []*poller.Op     // free operations for ring (net_fd_uring_linux.go)
 	locked    bool             // the loop's goroutine is locked to its thread (caps.SingleIssuer)
 	reserved  bool             // ... and holds a reserved processor (procs.go)
 	lastYield time.Time        // when yieldLocked last went through the scheduler
@@ -115,9 +115,9 @@ type loop struct {
 	aborted bool // Run is unwinding after a Goexit in a task
 	isIdle  bool // run lock: counted in rs.idle (multi only)
 	// shedSkip is how many more calls of shed look at nothing, after one
-	// found no movable task in the queue (balance.go); loop-owned.
+	// found no movable task in the queue (handover.go); loop-owned.
 	shedSkip int
-	summary  loopSummary // run lock: published when the loop goes idle (balance.go)
+	summary  loopSummary // run lock: published when the loop goes idle (handover.go)
 
 	// ioTimers counts the I/O deadline timers in the heap (the net layer's
 	// Conn deadlines): while there are any, virtual time may move although
@@ -138,9 +138,9 @@ type loop struct {
 	parkedInGo atomic.Bool
 	wakeCh     chan struct{} // capacity 1: kick's token for a loop parked in Go
 	parkTimer  *time.Timer   // loop-owned: bounds a park in Go (parkInGo)
-	obs        loopObs       // published for observers: the switch word (obs.go)
+	obs        loopObs       // published for observers: the switch word (observe.go)
 	kaParked   *Task         // loop-owned: tasks parked on a keepAliveSource (park.go)
-	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (balance.go)
+	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (handover.go)
 
 	// The thread of control, for the owner checks (owner.go): the
 	// coroutine running for the loop now (nil: the loop's goroutine,

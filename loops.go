@@ -26,7 +26,7 @@ type runState struct {
 	multi bool    // immutable: len(loops) > 1
 	clock clock.Clock
 
-	// Simulation (seed.go, network.go).
+	// Simulation (seed.go, seed_network.go).
 	network Network   // immutable: WithNetwork's, nil for the host's
 	sim     *simState // a seeded Run's scheduler; nil: FIFO
 
@@ -64,7 +64,7 @@ type runState struct {
 	graceLoop *loop
 	stopped   sync.WaitGroup
 
-	obs runObs // the registry of live tasks and what observers need (obs.go)
+	obs runObs // the registry of live tasks and what observers need (observe.go)
 }
 
 // newID returns the next task id of the Run: 1 for main, then 2, 3...

@@ -42,7 +42,7 @@ type Conn struct {
 	impl    connImpl
 	network string
 	closed  atomic.Bool   // Close has been called
-	dl      connDeadlines // read and write deadlines (deadline.go)
+	dl      connDeadlines // read and write deadlines (net_deadline.go)
 }
 
 // PacketConn is a datagram socket (UDP or Unix datagram) on the loop.
@@ -225,7 +225,7 @@ func homeOf(t *Task, c connImpl) *loop {
 }
 
 // toHome moves t to c's loop, where c's deadlines and descriptor live,
-// unless it is there already (see balance.go).
+// unless it is there already (see handover.go).
 func (c *Conn) toHome(t *Task) error {
 	for t.loop != c.loop {
 		if err := t.moveTo_(c.loop, "a Conn"); err != nil {

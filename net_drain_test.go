@@ -12,7 +12,7 @@ import (
 )
 
 // A read that drained the socket makes the next one wait for an edge
-// first (fdwait.go). Neither later data, nor a close that came with the
+// first (fd.go). Neither later data, nor a close that came with the
 // data already read, may be lost by that.
 func TestReadAfterDrainSeesLaterDataAndTheEnd(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {

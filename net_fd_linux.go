@@ -54,7 +54,7 @@ type netFD struct {
 	// drained: the last receive on the ring returned less than its
 	// buffer, so the next one polls first (home-loop-owned).
 	drained bool
-	// The multishot receive on the ring (net_uring_linux.go), all
+	// The multishot receive on the ring (net_fd_uring_linux.go), all
 	// home-loop-owned: the operation while armed, the buffers it filled
 	// that no Read has taken yet, and what came after them.
 	ms     *poller.Op
@@ -114,7 +114,7 @@ func (fd *netFD) opErr(op string, err error) error {
 // wait suspends t until fd may be ready for m (or is closing). A task on
 // another loop than the fd's home moves there first and returns nil: the
 // caller tries its system call again, on the fd's loop, where it waits
-// (balance.go).
+// (handover.go).
 func (fd *netFD) wait(t *Task, m poller.Mode) error {
 	if err := t.cancelPoint(); err != nil {
 		return err
@@ -472,7 +472,7 @@ func newStreamConn(t *Task, s int, k netKind, peer unix.Sockaddr) (*netFD, error
 	if !k.unix {
 		unix.SetsockoptInt(s, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
-	// Connections are spread over the Run's loops (balance.go).
+	// Connections are spread over the Run's loops (handover.go).
 	fd, err := newNetFDOn(t, t.loop.rs.homeFor(t.loop), s, fdStream, k.network)
 	if err != nil {
 		return nil, opError("accept", k.network, nil, nil, err)

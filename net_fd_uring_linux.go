@@ -6,7 +6,7 @@ package weft
 //
 // A stream's Read and Write, a listener's Accept and a Dial's connect
 // each submit one operation to the ring of the fd's home loop and suspend
-// the task until it completes (awaitOp, fdwait.go); the loop submits
+// the task until it completes (awaitOp, fd.go); the loop submits
 // everything its tasks queued with one io_uring_enter when it would
 // otherwise poll, and resumes the tasks from the completions. The buffer
 // is the caller's own: the kernel receives into it or sends from it

@@ -1,6 +1,6 @@
 package weft
 
-// The net layer's side of Networks (network.go): Listen, Dial and
+// The net layer's side of Networks (seed_network.go): Listen, Dial and
 // ListenPacket of a task with a Network of its own go through it, and what
 // it returns is wrapped in the implementations behind Listener, Conn and
 // PacketConn.

@@ -1,7 +1,7 @@
 package weft
 
 // Dump: every live task of every running Run, from the published records
-// (obs.go), without asking any loop for anything.
+// (observe.go), without asking any loop for anything.
 
 import (
 	"bufio"
@@ -302,15 +302,6 @@ func opOr(op, def string) string {
 		return def
 	}
 	return op
-}
-
-// shortFuncName drops the import path from a function name:
-// "github.com/x/y.f.func1" becomes "y.f.func1".
-func shortFuncName(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		return name[i+1:]
-	}
-	return name
 }
 
 // fmtDur writes a duration rounded for a human: 1.5s, 20ms, 300µs.

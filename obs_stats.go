@@ -1,6 +1,6 @@
 package weft
 
-// Statistics: counters the loops keep as they go (obs.go) and the task
+// Statistics: counters the loops keep as they go (observe.go) and the task
 // states of the registry, read without the loops.
 
 import (

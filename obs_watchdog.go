@@ -4,7 +4,7 @@ package weft
 // holding its loop too long without suspending or reaching a Checkpoint.
 //
 // It never needs the loop. Every loop publishes a switch word at each
-// resumption and slow Checkpoint (obs.go); the watchdog samples the words
+// resumption and slow Checkpoint (observe.go); the watchdog samples the words
 // every quarter of its limit, and a word that names a task and has not
 // changed for the limit is an episode. It reports an episode once, at
 // Warn through the Run's logger, with the task's name, how long it has
@@ -77,6 +77,15 @@ type watchdog struct {
 // loop for less than the limit.
 const probeEvery = 100 * time.Millisecond
 
+func init() {
+	runObservers = append(runObservers, func(rs *runState, o *options) func() {
+		if wd := rs.startWatchdog(o); wd != nil {
+			return wd.end
+		}
+		return nil
+	})
+}
+
 // startWatchdog starts rs's watchdog if its options ask for one; stop it
 // with its end method.
 func (rs *runState) startWatchdog(o *options) *watchdog {
@@ -88,7 +97,6 @@ func (rs *runState) startWatchdog(o *options) *watchdog {
 		return nil
 	}
 	wd := &watchdog{rs: rs, limit: limit, stop: make(chan struct{}), done: make(chan struct{})}
-	rs.obs.wd = wd
 	// Its goroutine starts when the first sample is due: a Run shorter
 	// than a sampling period (a quarter of the limit) starts none, and an
 	// empty Run costs a timer rather than a goroutine start and the wake of
@@ -108,13 +116,6 @@ func (wd *watchdog) end() {
 		return // it never started
 	}
 	<-wd.done
-}
-
-// watchSample is a switch word as the watchdog first saw it, published
-// for Dump.
-type watchSample struct {
-	word  uint64
-	since time.Time
 }
 
 // loopWatch is the watchdog's view of one loop.

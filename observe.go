@@ -56,22 +56,31 @@ type runObs struct {
 	count int        // guarded by mu: tasks in the list
 	start time.Time  // immutable: when the Run started (wall clock)
 
-	wd *watchdog // nil: off
-
-	offload atomic.Value // the Run's offload pool once made (its stats method: stats.go)
+	offload atomic.Value // the Run's offload pool once made (its stats method: obs_stats.go)
 
 	noLabels bool // immutable: WithTaskLabels(false)
 }
 
-// startObs starts what the options ask for: the watchdog, tracing, the
+// runObservers are what layers start beside every Run (the watchdog:
+// obs_watchdog.go), registered at init. Each is given the Run and its
+// options, may start a goroutine that reads what the loops publish, and
+// returns what stops it (or nil); the core knows no more of them.
+var runObservers []func(rs *runState, o *options) (end func())
+
+// startObs starts what the options ask for: the observers, tracing, the
 // profiler label. It returns what ends them, after the loops have ended.
 func (rs *runState) startObs(o *options) (end func()) {
 	rs.obs.noLabels = o.obs.noLabels
-	wd := rs.startWatchdog(o)
+	var ends []func()
+	for _, start := range runObservers {
+		if e := start(rs, o); e != nil {
+			ends = append(ends, e)
+		}
+	}
 	stopTrace := rs.startTrace(o)
 	return func() {
-		if wd != nil {
-			wd.end()
+		for _, e := range ends {
+			e()
 		}
 		if stopTrace != nil {
 			stopTrace()
@@ -136,9 +145,9 @@ type loopObs struct {
 	// that word (nil without a watchdog): how Dump tells how long the
 	// running task has held the loop, with no clock read per switch.
 	seen atomic.Pointer[watchSample]
-	tr   traceState // loop-owned: tracing (tracehook.go)
+	tr   traceState // loop-owned: tracing (trace.go)
 
-	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (tasklabels.go)
+	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (labels.go)
 
 	// Counters for Stats, each written by the loop alone.
 	seqPub   atomic.Uint64 // seq, published every 64 resumptions and before sleeping (see switches)
@@ -369,4 +378,11 @@ type obsOptions struct {
 	trace       io.Writer     // WithTrace
 	flight      time.Duration // WithFlightRecorder
 	noLabels    bool          // WithTaskLabels(false)
+}
+
+// watchSample is a switch word as the watchdog first saw it, published
+// for Dump.
+type watchSample struct {
+	word  uint64
+	since time.Time
 }

@@ -17,7 +17,7 @@ type Option func(*options)
 
 type options struct {
 	sim     *simOptions // WithSeed and the options of a seeded Run (seed.go)
-	network Network     // WithNetwork (network.go)
+	network Network     // WithNetwork (seed_network.go)
 
 	ctx       context.Context
 	backend   poller.Kind
@@ -29,7 +29,7 @@ type options struct {
 	loops     int        // WithLoops
 	loopsSet  bool       // WithLoops was given (a number, or LoopsFromEnv)
 	loopsEnv  bool       // ... with LoopsFromEnv: loops holds WEFT_LOOPS's number
-	obs       obsOptions // WithWatchdog, WithTrace (obs.go)
+	obs       obsOptions // WithWatchdog, WithTrace (observe.go)
 	err       error      // a bad option; Run returns it
 }
 

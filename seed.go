@@ -15,10 +15,10 @@ package weft
 //     woken from a timer, a promise, a park...), for the decision log.
 //   - timerHeap.push (timers.go) breaks ties between equal deadlines with a
 //     draw from the source instead of insertion order.
-//   - chooseRandom and choosePartner (random.go: Select among ready
+//   - chooseRandom and choosePartner (sync_random.go: Select among ready
 //     cases, and a partner among a waiting Select's cases on its channel)
 //     and Task.Rand (simnet's delays and drops) draw from the same source.
-//   - loopCount (runstate.go) makes the Run one loop: every step is taken
+//   - loopCount (loops.go) makes the Run one loop: every step is taken
 //     on Run's goroutine, so goroutine timing cannot reorder anything.
 //     WithLoops(n > 1) gives n simulated loops instead (pickLoops): each
 //     task carries the index of its loop (Task.simLoop), and a step draws

@@ -537,7 +537,7 @@ func TestStressSelectOnOneChannelTwiceCancelledWhileSatisfied(t *testing.T) {
 
 // TestCancelledSelectWithdrawsFromAChannelAboutToBeOwned: a Select's node
 // on a channel one operation short of becoming its loop's (ownership,
-// chan_owner.go) is withdrawn by a cancellation, under the run lock of a
+// sync_chan_owner.go) is withdrawn by a cancellation, under the run lock of a
 // Run of several loops. The withdrawal must not take the ownership path,
 // which takes the run lock itself: that deadlocked the Run.
 func TestCancelledSelectWithdrawsFromAChannelAboutToBeOwned(t *testing.T) {

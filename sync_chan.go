@@ -4,7 +4,7 @@ package weft
 // goroutines, which suspend the task and never its loop.
 //
 // A Chan holds a ring buffer of its capacity, a FIFO of waiting receivers
-// and one of waiting senders (wait nodes, see waitq.go), all under one
+// and one of waiting senders (wait nodes, see sync_waitq.go), all under one
 // spinLock. Invariants, whenever the lock is free:
 //
 //  1. Receivers wait only when nothing is there to take: if recvq holds a
@@ -94,7 +94,7 @@ var chanIDs atomic.Uint64
 // The zero Chan is a usable channel of capacity 0. A Chan must not be
 // copied after first use.
 type Chan[T any] struct {
-	own         atomic.Pointer[loop] // nil, the owning loop, or sharedOwner (chan_owner.go)
+	own         atomic.Pointer[loop] // nil, the owning loop, or sharedOwner (sync_chan_owner.go)
 	mu          spinLock             // guards the rest unless a loop owns the channel
 	run         int                  // unowned: operations in a row from runLoop's tasks (mu)
 	runLoop     *loop

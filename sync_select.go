@@ -24,7 +24,7 @@ package weft
 // nobody can claim it any more), fired is final: it dequeues every other
 // node and finishes the fired case. A received value the task cannot take
 // because it was cancelled first is given back to the channel (see
-// chan.go), so a case that did not fire consumed nothing.
+// sync_chan.go), so a case that did not fire consumed nothing.
 
 import (
 	"fmt"

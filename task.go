@@ -20,7 +20,7 @@ import (
 // (a plain `go` statement inside a task, say) or after the task finished is
 // a programming error and panics with a message starting "weft:".
 type Task struct {
-	loop *loop      // the loop that owns the task now; written under the run lock (balance.go)
+	loop *loop      // the loop that owns the task now; written under the run lock (handover.go)
 	rs   *runState  // immutable: its Run
 	co   *coro.Coro // the coroutine running the task; nil before start and after finish
 	job  taskJob    // the typed half: runs the function, settles the promise
@@ -40,15 +40,15 @@ type Task struct {
 	simLoop   uint16                   // a seeded Run: the simulated loop the task is on (seed.go)
 	cancelled atomic.Bool              // some cancellation applies: see Task.cause
 	waitGen   uint32                   // bumped per wait; wakes naming an older one are dropped
-	waitTok   atomic.Uint32            // waitGen while waiting, 0 otherwise: stale wakes posted to a loop that no longer owns the task check it, and nothing else (balance.go)
+	waitTok   atomic.Uint32            // waitGen while waiting, 0 otherwise: stale wakes posted to a loop that no longer owns the task check it, and nothing else (handover.go)
 	pin       int32                    // > 0 while the task holds registrations on its loop between waits: it must not move
-	moveTo    *loop                    // the loop the task asked to move to, set until its resumer sends it (balance.go)
+	moveTo    *loop                    // the loop the task asked to move to, set until its resumer sends it (handover.go)
 	dl        atomic.Pointer[deadline] // the earliest deadline on its scope chain (cancel.go); written under the run lock
 	id        uint32
 	parent    uint32     // immutable: the id of the task that started it (0: none), for observers
 	spawnPC   uintptr    // where Go (or Run) was called
 	x         *taskExtra // what only some tasks need, made on first use
-	obs       taskObs    // what observers read: name, parent, wait (obs.go)
+	obs       taskObs    // what observers read: name, parent, wait (observe.go)
 }
 
 // taskExtra holds the parts of a task that most tasks never need, so that
@@ -63,7 +63,7 @@ type taskExtra struct {
 	fd          int            // fd waited on (state waiting, waitFD)
 	op          *poller.Op     // the completion-based operation waited on (waitFD), if any
 	timer       timer          // the task's sleep
-	network     Network        // GoWithNetwork's, inherited by the tasks it starts (network.go)
+	network     Network        // GoWithNetwork's, inherited by the tasks it starts (seed_network.go)
 	ctxs        []*scope       // run lock: the scopes whose context Context made (context.go)
 	w           *waitState     // promise waits, made on the first one
 	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
@@ -78,7 +78,7 @@ type taskExtra struct {
 	kaPrev, kaNext *Task
 	kaLinked       bool
 	finish         *finishHook // callbacks to run when the task finishes (finish.go)
-	obs            obsRecord   // the name and wait observers read, once published in Task.obs (obs.go)
+	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
 }
 
 // extra returns t's extra record, making it on first use. Only t's own

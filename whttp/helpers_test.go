@@ -1,28 +1,31 @@
 package whttp_test
 
+// Helpers shared by the package's tests: a whttp server on a loop of its
+// own (startServer), a net/http one beside it (startNetHTTP, netServer),
+// raw and curl clients, and the checks for leaked descriptors.
+
 import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
 	"github.com/weft-go/weft/whttp"
-	"go.uber.org/goleak"
 )
-
-// Every test must leave no goroutine behind: no connection task, no
-// helper of the portable backend, no net/http client connection.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // testServer is a whttp.Server serving on a loop of its own, on a
 // goroutine of the test.
@@ -104,6 +107,7 @@ type rawConn struct {
 	br *bufio.Reader
 }
 
+// dialRaw connects a rawConn to addr, closed at the end of the test.
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -115,6 +119,7 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
 }
 
+// send writes s as it is.
 func (rc *rawConn) send(s string) {
 	rc.t.Helper()
 	if _, err := io.WriteString(rc.c, s); err != nil {
@@ -152,6 +157,7 @@ func (rc *rawConn) expectClosed(within time.Duration) {
 	}
 }
 
+// bodyOf reads resp's body to the end and closes it.
 func bodyOf(t *testing.T, resp *http.Response) string {
 	t.Helper()
 	b, err := io.ReadAll(resp.Body)
@@ -211,4 +217,113 @@ func waitFDs(t *testing.T, before int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// netServer is a net/http server counting the connections it accepted.
+func netServer(t *testing.T, h http.Handler, config ...func(*http.Server)) (*httptest.Server, *atomic.Int32) {
+	var conns atomic.Int32
+	ts := httptest.NewUnstartedServer(h)
+	for _, f := range config {
+		f(ts.Config)
+	}
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, &conns
+}
+
+// run runs f as the main task of a Run of its own, failing on its error.
+func run(t *testing.T, f func(wt *weft.Task) error) {
+	t.Helper()
+	if _, err := weft.Run(func(wt *weft.Task) (struct{}, error) { return struct{}{}, f(wt) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echoHandler answers with the method, the path and the body it read, and
+// an X-Len header with the body's length.
+func echoHandler() whttp.Handler {
+	return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("X-Len", strconv.Itoa(len(body)))
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, body)
+	})
+}
+
+// getOnce makes one request on a connection of its own and checks the
+// echo.
+func getOnce(addr, path string) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if want := "GET " + path + " "; string(b) != want {
+		return fmt.Errorf("body %q, want %q", b, want)
+	}
+	return nil
+}
+
+// startNetHTTP serves h with net/http's server on 127.0.0.1 until the
+// end of the test, and then waits for every connection's goroutine.
+func startNetHTTP(t testing.TB, h http.Handler) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	ns := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0), ConnState: func(c net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			conns.Done()
+		}
+	}}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		ns.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		ns.Close()
+		<-served
+		conns.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// curl runs curl with args and returns its output; the test is skipped
+// where there is no curl.
+func curl(t *testing.T, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("no curl:", err)
+	}
+	out, err := exec.Command(path, append([]string{"-sS", "--max-time", "20"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("curl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }

@@ -104,18 +104,19 @@ func (c *Client) Post(t *weft.Task, url, contentType string, body io.Reader) (*h
 	return c.Do(t, req)
 }
 
-// Do sends req and returns the response, following redirects as net/http's
-// Client does: 301, 302 and 303 turn into GET (HEAD stays HEAD) without a
-// body; 307 and 308 keep the method and, through req.GetBody, the body (a
-// request with a body and no GetBody is not redirected); headers are
-// copied, except Authorization and cookies to another domain; at most 10
-// redirects unless CheckRedirect says otherwise.
+// Do sends req and returns the response, following redirects. It suspends
+// t while it dials, writes and reads the response header, and is a
+// cancellation point at each of those waits: if t is cancelled, or req's
+// context is done, or Timeout passes, Do returns a *url.Error wrapping the
+// cause (for Timeout, one whose Timeout method reports true), and the
+// connection is closed. A non-2xx status is not an error.
 //
-// Do suspends t while it dials, writes and reads the response header, and
-// is a cancellation point at each of those waits: if t is cancelled, or
-// req's context is done, or Timeout passes, Do returns a *url.Error
-// wrapping the cause (for Timeout, one whose Timeout method reports true),
-// and the connection is closed. A non-2xx status is not an error.
+// Redirects are followed as net/http's Client follows them: 301, 302 and
+// 303 turn into GET (HEAD stays HEAD) without a body; 307 and 308 keep the
+// method and, through req.GetBody, the body (a request with a body and no
+// GetBody is not redirected); headers are copied, except Authorization and
+// cookies to another domain; at most 10 redirects unless CheckRedirect
+// says otherwise.
 //
 // The caller must close the response body. It may be read by any task of
 // t's Run (each read suspends that task), within Timeout; once it is read

@@ -125,26 +125,27 @@ func (sv *serving) snapshot() []*conn {
 
 // Serve accepts connections on ln and serves each in a task of its own
 // until t is cancelled or ln fails. It suspends t for as long as it
-// serves. A connection's task starts on t's loop and runs on the
-// connection's home loop: with several loops (WithLoops), connections are
-// spread over them, and their handlers run in parallel (see the package
-// doc, Where handlers run). One connection's failure (a bad request, a
-// reset, a handler's panic, even a panic in the server's own code or a
-// ConnState hook) ends that connection only: it is logged, the connection
-// is closed, and Serve goes on accepting.
+// serves, and always closes ln. Cancelling t is a graceful stop (below):
+// Serve then waits for every connection task to end and returns nil. If ln
+// fails (closed by someone else: an error matching net.ErrClosed), Serve
+// stops the same way and returns that error.
 //
-// Cancelling t is a graceful stop: Serve stops accepting at once (it
-// closes ln), closes idle connections, and lets requests in flight finish,
-// with Connection: close, for up to DrainTimeout: their handlers, the
-// tasks those start and their request contexts are not cancelled (each
-// connection task runs inside Protect). Past DrainTimeout, what is still
-// busy is cut off: the handler's task is cancelled (its suspension points
-// return an error matching context.Canceled), its request context is
-// cancelled and its connection closed. Serve waits for every connection
-// task to end and returns nil.
+// A connection's task starts on t's loop and runs on the connection's
+// home loop: with several loops (WithLoops), connections are spread over
+// them, and their handlers run in parallel (see the package doc, Where
+// handlers run). One connection's failure (a bad request, a reset, a
+// handler's panic, even a panic in the server's own code or a ConnState
+// hook) ends that connection only: it is logged, the connection is closed,
+// and Serve goes on accepting.
 //
-// If ln fails (closed by someone else: an error matching net.ErrClosed),
-// Serve stops the same way and returns that error. Serve always closes ln.
+// The graceful stop: Serve stops accepting at once (it closes ln), closes
+// idle connections, and lets requests in flight finish, with Connection:
+// close, for up to DrainTimeout: their handlers, the tasks those start and
+// their request contexts are not cancelled (each connection task runs
+// inside Protect). Past DrainTimeout, what is still busy is cut off: the
+// handler's task is cancelled (its suspension points return an error
+// matching context.Canceled), its request context is cancelled and its
+// connection closed.
 //
 // With the retention check on (the race detector or the weft_debug build
 // tag; see the package doc, Cost), Serve panics when it returns if a

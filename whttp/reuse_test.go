@@ -71,7 +71,6 @@ func TestWhatAHandlerMayKeepStaysValid(t *testing.T) {
 		task *weft.Task
 	}
 	var first kept
-	type ctxKey struct{}
 	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/first" {
 			first = kept{ctx: r.Context(), w: w, body: r.Body, task: whttp.TaskOf(r)}

@@ -2,30 +2,30 @@
 
 package poller
 
-// The channel backend, for systems without a Unix readiness call: it can
-// wait for a deadline or a Wake, and has no fd support.
+// The backend for systems without a Unix readiness call: it can wait for
+// a deadline or a Wake, with a timer and a channel, and has no fd support.
 
 import "time"
 
-type chanBackend struct {
+type nofdBackend struct {
 	wake  chan struct{}
 	timer *time.Timer
 }
 
-func newChan() *chanBackend {
+func newNoFD() *nofdBackend {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &chanBackend{wake: make(chan struct{}, 1), timer: t}
+	return &nofdBackend{wake: make(chan struct{}, 1), timer: t}
 }
 
-func (p *chanBackend) Caps() Caps             { return portableCaps }
-func (p *chanBackend) Arm(int, Mode) error    { return ErrUnsupported }
-func (p *chanBackend) Disarm(int, Mode) error { return nil }
-func (p *chanBackend) Watch(int) error        { return ErrUnsupported }
-func (p *chanBackend) Unwatch(int) error      { return nil }
-func (p *chanBackend) Close() error           { p.timer.Stop(); return nil }
+func (p *nofdBackend) Caps() Caps             { return portableCaps }
+func (p *nofdBackend) Arm(int, Mode) error    { return ErrUnsupported }
+func (p *nofdBackend) Disarm(int, Mode) error { return nil }
+func (p *nofdBackend) Watch(int) error        { return ErrUnsupported }
+func (p *nofdBackend) Unwatch(int) error      { return nil }
+func (p *nofdBackend) Close() error           { p.timer.Stop(); return nil }
 
-func (p *chanBackend) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
+func (p *nofdBackend) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
 	switch {
 	case timeout == 0:
 		select {
@@ -45,7 +45,7 @@ func (p *chanBackend) Wait(timeout time.Duration, evs []Event) ([]Event, error) 
 	return evs, nil
 }
 
-func (p *chanBackend) Wake() error {
+func (p *nofdBackend) Wake() error {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -53,21 +53,8 @@ func (p *chanBackend) Wake() error {
 	return nil
 }
 
-// portableCaps are the channel backend's capabilities.
+// portableCaps are the backend's capabilities: it is the portable one
+// here.
 var portableCaps = Caps{Name: "none"}
 
-func newDefault() (Poller, error)  { return newChan(), nil }
-func newPortable() (Poller, error) { return newChan(), nil }
-
-func newKind(Kind, Options) (Poller, error) { return newDefault() }
-
-// Op is an operation of the completion side, which no backend here has.
-type Op struct {
-	Res   int32
-	Flags uint32
-	Owner any
-}
-
-// Provided is the completion side's ring of buffers, which no backend
-// here has.
-type Provided struct{}
+func newPortable() (Poller, error) { return newNoFD(), nil }

@@ -1,18 +1,10 @@
-//go:build unix && !linux
+//go:build !linux
 
 package poller
 
-func newDefault() (Poller, error) { return newPoll() }
+// Opening a backend off Linux: every kind is the portable one, poll(2) on
+// Unix and the backend without descriptors elsewhere (nofd_other.go).
+
+func newDefault() (Poller, error) { return newPortable() }
 
 func newKind(Kind, Options) (Poller, error) { return newDefault() }
-
-// Op is an operation of the completion side, which no backend here has.
-type Op struct {
-	Res   int32
-	Flags uint32
-	Owner any
-}
-
-// Provided is the completion side's ring of buffers, which no backend
-// here has.
-type Provided struct{}

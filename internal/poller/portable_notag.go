@@ -2,4 +2,6 @@
 
 package poller
 
+// buildPortable: the build has no weft_portable tag; Open hands out the
+// kind asked for.
 const buildPortable = false

@@ -2,4 +2,6 @@
 
 package tour
 
+// raceEnabled: this test binary runs under the race detector, which
+// slows the programs down (see slack).
 const raceEnabled = true

@@ -44,7 +44,9 @@ func TestClientTalksToNetHTTPServerAndReusesItsConnection(t *testing.T) {
 func TestRedirectsFollowNetHTTPsRules(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/302", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/echo", http.StatusFound) })
-	mux.HandleFunc("/307", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/echo", http.StatusTemporaryRedirect) })
+	mux.HandleFunc("/307", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/echo", http.StatusTemporaryRedirect)
+	})
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

@@ -141,7 +141,8 @@ func (n *Net) SetLink(a, b string, l Link) {
 }
 
 // SetResetAfter sets how long a partition may stall a stream before it is
-// reset (default DefaultResetAfter). d must be positive.
+// reset (default DefaultResetAfter). A d that is not positive panics with
+// "simnet:".
 func (n *Net) SetResetAfter(d time.Duration) {
 	if d <= 0 {
 		panic("simnet: SetResetAfter with a non-positive duration")

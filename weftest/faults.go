@@ -58,10 +58,12 @@ func (p *Plan) Add(tk *weft.Task, at time.Duration, name string, do func()) {
 const maxShrinkRuns = 200
 
 // ExploreFaults is Explore for a program that declares its faults to a
-// Plan: on failure it shrinks the faults as the file's doc says and
-// reports the set it kept, with a replay command that injects only those
-// (WEFT_FAULTS lists their indexes). With WEFT_SEED set it replays that
-// seed (with the faults WEFT_FAULTS names, or all).
+// Plan: on failure it runs the seed again without each fault in turn,
+// keeping a fault out when the seed still fails without it, until no
+// single fault can go, and reports the set it kept, with a replay command
+// that injects only those (WEFT_FAULTS lists their indexes). With
+// WEFT_SEED set it replays that seed (with the faults WEFT_FAULTS names,
+// or all).
 func (o Options) ExploreFaults(t *testing.T, seeds int, f func(tk *weft.Task, p *Plan) error) {
 	t.Helper()
 	if f == nil {

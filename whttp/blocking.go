@@ -41,6 +41,8 @@ const blockingBufSize = 4 << 10
 // waits for it without blocking its loop: use it for handlers that block
 // (net/http/pprof, http.TimeoutHandler, code that calls a blocking
 // database client). For handlers that do not block, Adapt is cheaper.
+// Blocking does not suspend; the Handler suspends the connection's task
+// until h returns, even when the connection is cut off (below).
 //
 // h gets a request whose body, and an http.ResponseWriter whose writes,
 // reach the connection through its task: writes are gathered in a 4 KB

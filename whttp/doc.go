@@ -146,5 +146,5 @@
 // A handler's Task, and the body and writer of its request, must be used by
 // the connection's task (a read or write from another task or goroutine
 // panics with a "weft:" message). A client response body may be read by
-// any task of the loop that called Do.
+// any task of the Run that called Do (see Client.Do).
 package whttp

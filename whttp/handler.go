@@ -10,7 +10,8 @@ import (
 // connection: it may suspend t (Sleep, Await, I/O, Offload) without
 // blocking other connections. It reads r.Body and writes w in t, and must
 // not use them after it returns. As with net/http, the response is
-// complete when ServeHTTP returns.
+// complete when ServeHTTP returns. A graceful stop of the server does not
+// cancel t; the drain timeout does (see Server.Serve and below).
 //
 // The server reuses r, r.URL, r.Header and the values in it, and
 // w.Header(), for a later request (on this connection or another) once
@@ -42,12 +43,13 @@ func (f HandlerFunc) ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Requ
 
 // Adapt returns a Handler that runs the standard handler h in the
 // connection's task: http.ServeMux, http.FileServer, middleware written
-// for net/http. h runs on the loop, so it must not block (no channel
-// receives, mutex waits or blocking calls: use Blocking for such a
-// handler); its reads of r.Body and writes
-// to w suspend the task, as a weft Handler's do. A standard handler that
-// needs to suspend gets the task with TaskOf(r), so http.ServeMux
-// patterns can route to code that sleeps or awaits.
+// for net/http. Adapt does not suspend; h's reads of r.Body and writes to
+// w suspend the connection's task, as a weft Handler's do, and fail once
+// the drain timeout cuts the connection off. h runs on the loop, so it
+// must not block (no channel receives, mutex waits or blocking calls: use
+// Blocking for such a handler). A standard handler that needs to suspend gets the task with
+// TaskOf(r), so http.ServeMux patterns can route to code that sleeps or
+// awaits.
 func Adapt(h http.Handler) Handler {
 	if h == nil {
 		panic("whttp: Adapt called with a nil handler")

@@ -1,7 +1,7 @@
 package whttp
 
 // The server's response to a request, behind the http.ResponseWriter a
-// handler gets (its handle).
+// handler gets (its reqHandle, request_handle.go).
 //
 // The header is written when the response is committed: at the first
 // Flush, when the body held back (up to stageSize bytes) would overflow,

@@ -1,7 +1,6 @@
 package coro
 
 import (
-	"runtime"
 	"testing"
 )
 
@@ -40,26 +39,6 @@ func TestCoroRunsJobsInTurnAndIsReused(t *testing.T) {
 	}
 }
 
-type gJob struct {
-	c *Coro
-	g uintptr
-}
-
-func (j *gJob) RunJob() { j.g = Getg() }
-
-func TestGetgIdentifiesTheCoroutineGoroutine(t *testing.T) {
-	if !HaveGetg {
-		t.Skip("no goroutine identifier on " + runtime.GOARCH)
-	}
-	c := New()
-	defer c.Close()
-	j := &gJob{c: c}
-	c.Start(j)
-	if j.g == 0 || j.g != c.G() || j.g == Getg() {
-		t.Fatalf("coroutine g %x, recorded %x, caller %x", j.g, c.G(), Getg())
-	}
-}
-
 func TestCloseUnwindsSuspendedJob(t *testing.T) {
 	c := New()
 	j := &countJob{c: c, steps: 10}
@@ -67,22 +46,6 @@ func TestCloseUnwindsSuspendedJob(t *testing.T) {
 	c.Close()
 	if len(j.seen) != 1 {
 		t.Fatalf("job kept running after Close: %v", j.seen)
-	}
-}
-
-func BenchmarkResumeSuspend(b *testing.B) {
-	c := New()
-	defer c.Close()
-	c.Start(&loopJob{c: c})
-	for b.Loop() {
-		c.Resume()
-	}
-}
-
-type loopJob struct{ c *Coro }
-
-func (j *loopJob) RunJob() {
-	for j.c.Suspend() {
 	}
 }
 
@@ -95,7 +58,7 @@ func (j *plainJob) RunJob() { j.plain = append(j.plain, j.pc.Plain(), j.pc.Plain
 
 func TestPlainCacheTellsPlainGoroutinesFromCoroutines(t *testing.T) {
 	var pc PlainCache
-	if !pc.Plain() || !pc.Plain() {
+	if first, cached := pc.Plain(), pc.Plain(); !first || !cached {
 		t.Fatal("the test's goroutine is not a Coro's, but Plain said it was")
 	}
 	// A Coro asks after the plain goroutine has filled the cache.
@@ -111,14 +74,6 @@ func TestPlainCacheTellsPlainGoroutinesFromCoroutines(t *testing.T) {
 	go func() { done <- pc.Plain() }()
 	if !<-done || !pc.Plain() {
 		t.Fatal("a plain goroutine was taken for a Coro's")
-	}
-}
-
-func BenchmarkRunningOutside(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		if Running() {
-			b.Fatal("Running outside a Coro")
-		}
 	}
 }
 

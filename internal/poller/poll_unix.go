@@ -135,3 +135,20 @@ func (p *pollBackend) Close() error {
 }
 
 func newPortable() (Poller, error) { return newPoll() }
+
+// roundUpMillis converts a timeout to whole milliseconds for system calls
+// that take them (poll here, epoll_wait on kernels without epoll_pwait2),
+// rounding up so that a deadline is never reported early.
+func roundUpMillis(d time.Duration) int {
+	switch {
+	case d < 0:
+		return -1
+	case d == 0:
+		return 0
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms > 1<<30 {
+		ms = 1 << 30
+	}
+	return int(ms)
+}

@@ -160,13 +160,13 @@ type Completion struct {
 	Flags uint32
 }
 
-// Kind names a backend for New.
+// Kind names a backend for Open.
 type Kind int
 
-// The backends New can build.
+// The backends Open can build.
 const (
 	Default  Kind = iota // the best one for this system, or WEFT_BACKEND's
-	Portable             // poll(2) on Unix, the channel backend elsewhere
+	Portable             // poll(2) on Unix, the backend without fds elsewhere
 	Epoll                // epoll (Linux; elsewhere: Default)
 	Uring                // io_uring (Linux 5.11+; else epoll, silently)
 )
@@ -184,20 +184,4 @@ type Options struct {
 // it (Options.SingleIssuer).
 type Starter interface {
 	Start() error
-}
-
-// roundUpMillis converts a timeout to whole milliseconds for system calls
-// that take them, rounding up so that a deadline is never reported early.
-func roundUpMillis(d time.Duration) int {
-	switch {
-	case d < 0:
-		return -1
-	case d == 0:
-		return 0
-	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	if ms > 1<<30 {
-		ms = 1 << 30
-	}
-	return int(ms)
 }

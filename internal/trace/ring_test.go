@@ -45,8 +45,6 @@ func held(r *Recorder) int {
 	return len(r.ring.q) - r.ring.head
 }
 
-const ms = int64(time.Millisecond)
-
 // TestRingKeepsRoughlyTheLastWindow records 100 s of slices, one a
 // millisecond, into a ring that keeps 2 s, and checks that a snapshot
 // starts between 2 s and 2 s plus one chunk before the newest event, and
@@ -297,32 +295,5 @@ func TestWriteSnapshotNeedsARing(t *testing.T) {
 	defer r.Close()
 	if err := r.WriteSnapshot(&bytes.Buffer{}, 0); !errors.Is(err, ErrNotRing) {
 		t.Fatalf("WriteSnapshot on a stream: %v", err)
-	}
-}
-
-// TestRecordingDoesNotAllocate checks that recording, hand-offs included,
-// allocates nothing once the ring has its chunks.
-func TestRecordingDoesNotAllocate(t *testing.T) {
-	r := NewRing(0, 4*chunkBytes)
-	b := r.NewBuffer(1, 0)
-	var ts int64
-	round := func() {
-		for range chunkRecords {
-			ts++
-			b.Spawn(ts, 1, 2, 0)
-			b.Resume(ts, 2)
-			b.Wake(ts, 2, 1)
-			b.Suspend(ts, 2, Finished)
-			b.SetName(ts, 1, "main")
-		}
-	}
-	for range 10 {
-		round()
-	}
-	if n := testing.AllocsPerRun(20, round); n != 0 {
-		t.Fatalf("%v allocations per %d events", n, 5*chunkRecords)
-	}
-	if h := held(r); h != 4 {
-		t.Fatalf("holds %d chunks, want 4", h)
 	}
 }

@@ -189,7 +189,7 @@ func TestRenderSVGMergesSlicesNarrowerThanAPixel(t *testing.T) {
 // TestRenderSVGColoursByName checks that a name gets the same colour in
 // every picture and that different names get different ones.
 func TestRenderSVGColoursByName(t *testing.T) {
-	if nameColour("main") != nameColour("main") {
+	if a, b := nameColour("main"), nameColour("main"); a != b {
 		t.Fatal("a name changed colour")
 	}
 	seen := map[string]string{}

@@ -1,15 +1,13 @@
 package poller
 
+// Choosing and opening a backend: the kind asked for, WEFT_BACKEND's, or
+// the system's best (open_linux.go, open_other.go); the weft_portable
+// build tag (portable_tag.go) forces the portable one.
+
 import (
 	"os"
 	"strings"
 )
-
-// ForcedPortable reports whether the environment asks for the portable
-// backend: WEFT_BACKEND=portable, or a build with the weft_portable tag.
-func ForcedPortable() bool {
-	return buildPortable || EnvKind() == Portable
-}
 
 // EnvKind is the backend WEFT_BACKEND names ("uring" or "io_uring",
 // "epoll", "portable"; case does not matter), or Default.
@@ -30,9 +28,6 @@ func ParseKind(s string) Kind {
 	}
 	return Default
 }
-
-// New returns a backend of the given kind with default options.
-func New(k Kind) (Poller, error) { return Open(k, Options{}) }
 
 // Open returns a backend of the given kind. Default is WEFT_BACKEND's
 // choice, else the system's best; a build with the weft_portable tag

@@ -1,11 +1,12 @@
 package whttp
 
-// handle is what a handler gets of its request besides r: the
-// http.ResponseWriter w, and r.Context(). It is the one object allocated
-// for every request (everything else is reused), and it stays valid for
-// what it promises after the request ends: as a ResponseWriter it refuses
-// to write (the response state it points to is reused by the next
-// request), as a context it is done, with Err context.Canceled.
+// A request's handle (reqHandle) is what a handler gets of its request
+// besides r: the http.ResponseWriter w, and r.Context(). It is the one
+// object allocated for every request (everything else is reused), and it
+// stays valid for what it promises after the request ends: as a
+// ResponseWriter it refuses to write (the response state it points to is
+// reused by the next request), as a context it is done, with Err
+// context.Canceled.
 //
 // The context costs nothing until it is asked to wait: Done creates a
 // real context (context.WithCancelCause) for the request, which the end of
@@ -20,7 +21,8 @@ import (
 	"time"
 )
 
-type handle struct {
+// reqHandle is one request's ResponseWriter and context (see above).
+type reqHandle struct {
 	c   *conn
 	gen uint64 // the request's number on c
 	// c.mu: the request's context, made by the first Done.
@@ -31,7 +33,7 @@ type handle struct {
 // live returns the response of h's request, or nil once it has ended. Only
 // the connection's task calls it (the writer's methods), and only that
 // task changes c.gen and c.active: no lock.
-func (h *handle) live() *response {
+func (h *reqHandle) live() *response {
 	if c := h.c; c.gen == h.gen && c.active {
 		return &c.st.resp
 	}
@@ -40,7 +42,7 @@ func (h *handle) live() *response {
 
 // Header returns the response header (see response.Header). After the
 // handler returned it is a throwaway header.
-func (h *handle) Header() http.Header {
+func (h *reqHandle) Header() http.Header {
 	if w := h.live(); w != nil {
 		return w.Header()
 	}
@@ -48,7 +50,7 @@ func (h *handle) Header() http.Header {
 }
 
 // Write writes body bytes (see response.Write).
-func (h *handle) Write(p []byte) (int, error) {
+func (h *reqHandle) Write(p []byte) (int, error) {
 	if w := h.live(); w != nil {
 		return w.Write(p)
 	}
@@ -56,7 +58,7 @@ func (h *handle) Write(p []byte) (int, error) {
 }
 
 // WriteString is Write for a string, without copying it.
-func (h *handle) WriteString(s string) (int, error) {
+func (h *reqHandle) WriteString(s string) (int, error) {
 	if w := h.live(); w != nil {
 		return w.WriteString(s)
 	}
@@ -65,7 +67,7 @@ func (h *handle) WriteString(s string) (int, error) {
 
 // WriteHeader sends the status code with the header (see
 // response.WriteHeader).
-func (h *handle) WriteHeader(code int) {
+func (h *reqHandle) WriteHeader(code int) {
 	if w := h.live(); w != nil {
 		w.WriteHeader(code)
 		return
@@ -76,11 +78,11 @@ func (h *handle) WriteHeader(code int) {
 }
 
 // Flush sends what is written so far (http.Flusher).
-func (h *handle) Flush() { h.FlushError() }
+func (h *reqHandle) Flush() { h.FlushError() }
 
 // FlushError is Flush, returning the write error if any (for
 // http.ResponseController).
-func (h *handle) FlushError() error {
+func (h *reqHandle) FlushError() error {
 	if w := h.live(); w != nil {
 		return w.FlushError()
 	}
@@ -89,7 +91,7 @@ func (h *handle) FlushError() error {
 
 // SetReadDeadline sets the connection's read deadline, for
 // http.ResponseController.
-func (h *handle) SetReadDeadline(d time.Time) error {
+func (h *reqHandle) SetReadDeadline(d time.Time) error {
 	if h.live() == nil {
 		return errWriteAfterHandler
 	}
@@ -98,7 +100,7 @@ func (h *handle) SetReadDeadline(d time.Time) error {
 
 // SetWriteDeadline sets the connection's write deadline, for
 // http.ResponseController.
-func (h *handle) SetWriteDeadline(d time.Time) error {
+func (h *reqHandle) SetWriteDeadline(d time.Time) error {
 	if h.live() == nil {
 		return errWriteAfterHandler
 	}
@@ -108,7 +110,7 @@ func (h *handle) SetWriteDeadline(d time.Time) error {
 // The context.Context methods: from any goroutine.
 
 // Deadline returns the deadline of Serve's context: none.
-func (h *handle) Deadline() (time.Time, bool) { return h.c.sv.base.Deadline() }
+func (h *reqHandle) Deadline() (time.Time, bool) { return h.c.sv.base.Deadline() }
 
 // closedDone is the Done channel of a request's context asked for the
 // first time after the request ended.
@@ -116,7 +118,7 @@ var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Done returns a channel closed when the request ends (the handler
 // returned) or is cut off by the drain timeout.
-func (h *handle) Done() <-chan struct{} {
+func (h *reqHandle) Done() <-chan struct{} {
 	c := h.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,7 +135,7 @@ func (h *handle) Done() <-chan struct{} {
 }
 
 // Err returns nil while the request runs, then context.Canceled.
-func (h *handle) Err() error {
+func (h *reqHandle) Err() error {
 	c := h.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -148,7 +150,7 @@ func (h *handle) Err() error {
 
 // Value returns the connection's task for TaskOf, the local address for
 // http.LocalAddrContextKey, and otherwise what Serve's context holds.
-func (h *handle) Value(key any) any {
+func (h *reqHandle) Value(key any) any {
 	c := h.c
 	switch key {
 	case taskKey{}:
@@ -183,8 +185,8 @@ func (c *conn) endRequest() {
 }
 
 // beginRequest starts request number c.gen+1 and returns its handle.
-func (c *conn) beginRequest() *handle {
-	h := &handle{c: c, gen: c.gen + 1}
+func (c *conn) beginRequest() *reqHandle {
+	h := &reqHandle{c: c, gen: c.gen + 1}
 	c.mu.Lock()
 	c.gen = h.gen
 	c.active = true

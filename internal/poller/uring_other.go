@@ -1,10 +1,9 @@
-//go:build unix && !linux
+//go:build !linux
 
 package poller
 
-func newDefault() (Poller, error) { return newPoll() }
-
-func newKind(Kind, Options) (Poller, error) { return newDefault() }
+// The completion side's types, where no backend has one (io_uring is
+// Linux's: uring_linux.go).
 
 // Op is an operation of the completion side, which no backend here has.
 type Op struct {

@@ -2,4 +2,5 @@
 
 package tour
 
+// raceEnabled: no race detector in this test binary.
 const raceEnabled = false

@@ -30,3 +30,27 @@ func BenchmarkStartFinishAlloc320(b *testing.B) {
 		c.Start(j)
 	}
 }
+
+func BenchmarkResumeSuspend(b *testing.B) {
+	c := New()
+	defer c.Close()
+	c.Start(&loopJob{c: c})
+	for b.Loop() {
+		c.Resume()
+	}
+}
+
+type loopJob struct{ c *Coro }
+
+func (j *loopJob) RunJob() {
+	for j.c.Suspend() {
+	}
+}
+
+func BenchmarkRunningOutside(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if Running() {
+			b.Fatal("Running outside a Coro")
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,7 +61,7 @@ func TestWeftClientTalksHTTPSToTheWeftServer(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got := readAll(t, resp); got != "GET /w  tls=true alpn=http/1.1" {
+		if got := bodyOf(t, resp); got != "GET /w  tls=true alpn=http/1.1" {
 			t.Fatalf("body %q", got)
 		}
 		return nil
@@ -75,54 +74,6 @@ func TestPlainHTTPToTheHTTPSServerGets400(t *testing.T) {
 	rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp := rc.response("GET"); resp.StatusCode != 400 {
 		t.Fatalf("status %d", resp.StatusCode)
-	}
-}
-
-func curl(t *testing.T, args ...string) string {
-	t.Helper()
-	path, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("no curl:", err)
-	}
-	out, err := exec.Command(path, append([]string{"-sS", "--max-time", "20"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("curl %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func TestCurlTalksToTheServer(t *testing.T) {
-	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/stream":
-			for i := range 3 {
-				fmt.Fprintf(w, "chunk%d\n", i)
-				w.(http.Flusher).Flush()
-			}
-		default:
-			b, _ := io.ReadAll(r.Body)
-			fmt.Fprintf(w, "%s %s %d %s\n", r.Method, r.URL.Path, len(b), r.Header.Get("Expect"))
-		}
-	})})
-	base := "http://" + ts.addr
-	// Two URLs in one curl: the second on the same connection.
-	if got := curl(t, base+"/a", base+"/b"); got != "GET /a 0 \nGET /b 0 \n" {
-		t.Fatalf("curl GETs: %q", got)
-	}
-	if got := curl(t, base+"/stream"); got != "chunk0\nchunk1\nchunk2\n" {
-		t.Fatalf("curl chunked: %q", got)
-	}
-	// A body of 2 MB: curl sends Expect: 100-continue and waits for it.
-	big := filepath.Join(t.TempDir(), "big")
-	os.WriteFile(big, []byte(strings.Repeat("x", 2<<20)), 0o644)
-	if got := curl(t, "-H", "Expect: 100-continue", "--data-binary", "@"+big, base+"/up"); got != "POST /up 2097152 100-continue\n" {
-		t.Fatalf("curl POST: %q", got)
-	}
-	if got := curl(t, "-I", base+"/h"); !strings.HasPrefix(got, "HTTP/1.1 200 OK\r\n") || !strings.Contains(got, "Content-Length: 11") {
-		t.Fatalf("curl HEAD: %q", got)
-	}
-	if got := curl(t, "--http1.0", base+"/old"); got != "GET /old 0 \n" {
-		t.Fatalf("curl HTTP/1.0: %q", got)
 	}
 }
 

@@ -1,5 +1,0 @@
-//go:build weft_portable
-
-package poller
-
-const buildPortable = true

@@ -1,0 +1,368 @@
+package whttp
+
+// One connection's task. It loops: wait for the first bytes of a request
+// (idle), read and answer the request (request.go), and again. While idle
+// it holds no reqState (reuse.go): its buffers, request and response go
+// back to a pool, and the wait reads into a small landing buffer of the
+// connection's own (a small request arrives whole in it, so waiting costs
+// no extra read). Responses are flushed before the task waits for input,
+// so pipelined requests get their responses in order and in as few writes
+// as can be. The task also keeps the connection's deadlines (the header's,
+// the idle wait's) and closes it, gently after a response and at once
+// after a failure or the drain timeout.
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// closeLinger bounds how long a connection that is closed after a response
+// reads and discards what the client still sends, after it has shut down
+// its writing side: closing a socket with unread input makes the kernel
+// send a reset, which can destroy the response before the client reads it.
+const closeLinger = 500 * time.Millisecond
+
+// landSize is the size of a connection's landing buffer (conn.land): what
+// keeps a conn within the 640-byte size class (conn_internal_test.go).
+const landSize = 472
+
+// conn is one connection being served. Its task owns it; what Serve's
+// task touches while draining (stopIt, idle, and cut, cur and group
+// under mu) is atomic or guarded, and so is what a request's context reads
+// from other goroutines (gen, active, cur under mu).
+type conn struct {
+	sv     *serving
+	wc     *weft.Conn
+	t      *weft.Task // the connection's task
+	nc     net.Conn   // wc.NetConn(t), or a tls.Conn over it
+	tls    *connTLS   // nil: plain TCP
+	remote string
+	st     *reqState // nil while idle
+	// idle and stopIt follow a Dekker order: the connection sets idle,
+	// then reads stopIt before it waits; the stop sets stopIt, then reads
+	// idle and closes an idle connection. One of them sees the other.
+	idle   atomic.Bool // waiting for a request: the stop closes it
+	stopIt atomic.Bool // close after this response (the server stops, or an error)
+	state  uint8       // an http.ConnState
+
+	mu     sync.Mutex
+	active bool            // mu (written by the task): request gen is in flight
+	cut    bool            // mu: the drain timeout cut it off (errDrainTimeout)
+	gen    uint64          // mu (written by the task): the requests begun
+	cur    *reqHandle      // mu: its handle
+	group  *weft.TaskGroup // mu: the connection's requests run in it
+
+	// land receives the first bytes of a request while the connection is
+	// idle and holds no reqState: a small request arrives whole in it, in
+	// one read.
+	land [landSize]byte
+	// reqStart is when the request being read began (its first byte; for
+	// the first request, the accept), on the loop's clock.
+	reqStart time.Time
+	// rdl, wdl are the read and write deadlines last set (deadlineKey), to
+	// skip setting them again.
+	rdl, wdl int64
+	// retained: requests to check (see reuse.go); nil without the check.
+	retained *[]retained
+}
+
+func (sv *serving) newConn(wc *weft.Conn) *conn {
+	c := &conn{sv: sv, wc: wc}
+	// RemoteAddr is never nil for an accepted connection, but a nil one
+	// must not take the server down.
+	if a := wc.RemoteAddr(); a != nil {
+		c.remote = a.String()
+	}
+	sv.mu.Lock()
+	sv.conns[c] = struct{}{}
+	sv.mu.Unlock()
+	return c
+}
+
+// stop asks c to end: at once if idle, after its response if busy.
+func (c *conn) stop() {
+	c.stopIt.Store(true)
+	if c.idle.Load() {
+		c.wc.Close()
+	}
+}
+
+// cutOff ends c now: its request context (with the cause
+// errDrainTimeout) and its handler's task are cancelled, and its I/O
+// fails.
+func (c *conn) cutOff() {
+	cause := errDrainTimeout
+	c.mu.Lock()
+	c.cut = true
+	group := c.group
+	var cancel context.CancelCauseFunc
+	if h := c.cur; h != nil {
+		cancel = h.cancel
+	}
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+	if group != nil {
+		group.Cancel()
+	}
+	c.wc.Close()
+}
+
+// isCut reports whether the drain timeout cut c off.
+func (c *conn) isCut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
+}
+
+func (c *conn) setState(s http.ConnState) {
+	c.state = uint8(s)
+	if hook := c.sv.s.ConnState; hook != nil && c.nc != nil {
+		hook(c.nc, s)
+	}
+}
+
+// serve is the connection's task. A panic anywhere in it (the handler's
+// are answered in runHandler) ends this connection only: it is logged
+// with its stack, the connection is closed, and Serve goes on.
+func (c *conn) serve(t *weft.Task) error {
+	sv := c.sv
+	defer func() {
+		if r := recover(); r != nil {
+			sv.log.Error("whttp: panic serving a connection; closing it", "remote", c.remote,
+				"panic", r, "stack", string(debug.Stack()))
+			c.stopIt.Store(true)
+			c.abortClose()
+		}
+		c.finalize(t)
+	}()
+	c.t = t
+	c.nc = c.wc.NetConn(t)
+	c.setState(http.StateNew)
+	if c.stopIt.Load() {
+		return nil
+	}
+	// The connection's requests run in a group of their own, inside the
+	// shield of serve's caller: the drain timeout cancels it (cut).
+	return weft.Group(t, func(g *weft.TaskGroup) error {
+		c.mu.Lock()
+		c.group = g
+		c.mu.Unlock()
+		c.run(t)
+		return nil
+	})
+}
+
+// finalize closes the connection (if a panic has not already) and takes
+// it off the server's list.
+func (c *conn) finalize(t *weft.Task) {
+	sv := c.sv
+	defer func() {
+		sv.mu.Lock()
+		delete(sv.conns, c)
+		var idle func(struct{}, error) bool
+		if len(sv.conns) == 0 {
+			idle = sv.idle
+		}
+		sv.mu.Unlock()
+		if idle != nil {
+			idle(struct{}{}, nil)
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil { // in a ConnState hook, say
+			sv.log.Error("whttp: panic closing a connection", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))
+			c.wc.Close()
+		}
+	}()
+	c.close(t)
+	c.checkRetained(true)
+}
+
+// run serves requests until the connection should end.
+func (c *conn) run(t *weft.Task) {
+	sv := c.sv
+	s := sv.s
+	c.reqStart = t.Now()
+	if sv.tls != nil {
+		if err := c.handshake(t, c.headerDeadline()); err != nil {
+			return
+		}
+	}
+	for n := 0; ; n++ {
+		if !c.waitRequest(t, n == 0) {
+			return
+		}
+		ok := c.serveRequest(t)
+		c.checkRetained(false)
+		if !ok || c.stopIt.Load() || s.DisableKeepAlives {
+			return
+		}
+	}
+}
+
+// headerDeadline is when the header of the request begun at c.reqStart
+// must be in: ReadHeaderTimeout or ReadTimeout, the sooner.
+func (c *conn) headerDeadline() time.Time {
+	s := c.sv.s
+	d := s.ReadHeaderTimeout
+	if d <= 0 || (s.ReadTimeout > 0 && s.ReadTimeout < d) {
+		d = s.ReadTimeout
+	}
+	if d <= 0 {
+		return time.Time{}
+	}
+	return c.reqStart.Add(d)
+}
+
+// setReadDeadline sets the read deadline unless it is set already.
+func (c *conn) setReadDeadline(d time.Time) {
+	if k := deadlineKey(d); k != c.rdl {
+		c.rdl = k
+		c.wc.SetReadDeadline(d)
+	}
+}
+
+// setWriteDeadline sets the write deadline unless it is set already.
+func (c *conn) setWriteDeadline(d time.Time) {
+	if k := deadlineKey(d); k != c.wdl {
+		c.wdl = k
+		c.wc.SetWriteDeadline(d)
+	}
+}
+
+// deadlineKey is d in nanoseconds, 0 for none.
+func deadlineKey(d time.Time) int64 {
+	if d.IsZero() {
+		return 0
+	}
+	return d.UnixNano()
+}
+
+// waitRequest waits for the next request to begin, holding no reqState
+// while it waits, and sets the deadline of its header. It reports false if
+// the connection should end.
+func (c *conn) waitRequest(t *weft.Task, first bool) bool {
+	if c.st != nil && c.st.in.buffered() > 0 {
+		// A pipelined request is already here.
+		c.markStart(t)
+		c.setReadDeadline(c.headerDeadline())
+		return true
+	}
+	if c.stopIt.Load() {
+		return false
+	}
+	if c.release() != nil {
+		return false
+	}
+	var deadline time.Time
+	if first {
+		deadline = c.headerDeadline() // from the accept
+	} else if d := c.sv.s.idleTimeout(); d > 0 {
+		deadline = t.Now().Add(d)
+	}
+	c.setState(http.StateIdle)
+	c.setReadDeadline(deadline)
+	c.idle.Store(true)
+	if c.stopIt.Load() {
+		c.idle.Store(false)
+		return false
+	}
+	n, err := c.nc.Read(c.land[:])
+	c.idle.Store(false)
+	if n == 0 || err != nil || c.stopIt.Load() {
+		return false
+	}
+	c.setState(http.StateActive)
+	c.acquire()
+	in := &c.st.in
+	in.w = copy(in.buf, c.land[:n])
+	if !first {
+		c.markStart(t)
+		c.setReadDeadline(c.headerDeadline())
+	}
+	return true
+}
+
+// markStart notes that a request begins now, when a timeout needs to know.
+func (c *conn) markStart(t *weft.Task) {
+	if s := c.sv.s; s.ReadHeaderTimeout > 0 || s.ReadTimeout > 0 {
+		c.reqStart = t.Now()
+	}
+}
+
+// acquire gives c a reqState.
+func (c *conn) acquire() {
+	if c.st == nil {
+		c.st = getState(c.nc)
+	}
+}
+
+// release sends what is written and gives c's reqState back, unless it
+// holds input not yet read.
+func (c *conn) release() error {
+	st := c.st
+	if st == nil {
+		return nil
+	}
+	err := st.bw.Flush()
+	if st.in.buffered() == 0 {
+		c.st = nil
+		putState(st)
+	}
+	return err
+}
+
+// close ends the connection. Unless it was cut off or closed while idle,
+// it flushes, shuts the writing side down and reads out what the client
+// still sends for a moment: closing a socket with unread input makes the
+// kernel reset the connection, which can destroy a response the client has
+// not read yet.
+func (c *conn) close(t *weft.Task) {
+	if c.state == uint8(http.StateClosed) {
+		return // closed at once already (abortClose)
+	}
+	if !c.isCut() && !(c.stopIt.Load() && c.state == uint8(http.StateIdle)) && c.nc != nil {
+		if c.st != nil {
+			c.st.bw.Flush()
+		}
+		c.wc.SetWriteDeadline(t.Now().Add(closeLinger))
+		if c.tls != nil {
+			c.tls.conn.CloseWrite()
+		} else {
+			c.wc.CloseWrite()
+		}
+		c.wc.SetReadDeadline(t.Now().Add(closeLinger))
+		scratch := c.land[:]
+		for range 512 {
+			if _, err := c.nc.Read(scratch); err != nil {
+				break
+			}
+		}
+	}
+	c.abortClose()
+}
+
+// abortClose closes the connection at once, sending what is written, and
+// gives its state back.
+func (c *conn) abortClose() {
+	if st := c.st; st != nil {
+		c.st = nil
+		if c.nc != nil && !c.isCut() {
+			st.bw.Flush()
+		}
+		putState(st)
+	}
+	c.wc.Close()
+	if c.state != uint8(http.StateClosed) {
+		c.setState(http.StateClosed)
+	}
+}

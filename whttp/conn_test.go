@@ -1,0 +1,190 @@
+package whttp_test
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/whttp"
+)
+
+func TestPipelinedRequestsGetResponsesInOrder(t *testing.T) {
+	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/1" {
+			t.Sleep(30 * time.Millisecond) // the first takes longest
+		}
+		io.WriteString(w, r.URL.Path)
+	})})
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /3 HTTP/1.1\r\nHost: x\r\n\r\nGET /4 HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []string{"/1", "/2", "", "/4"} {
+		method := "GET"
+		if want == "" {
+			method = "HEAD"
+		}
+		resp := rc.response(method)
+		if got := bodyOf(t, resp); got != want {
+			t.Fatalf("body %q, want %q", got, want)
+		}
+		if method == "HEAD" && resp.ContentLength != 2 {
+			t.Fatalf("HEAD Content-Length %d, want the GET's 2", resp.ContentLength)
+		}
+	}
+}
+
+// A header sent a byte every 50 ms is answered 400 at ReadHeaderTimeout
+// and the connection closed, as net/http does.
+func TestSlowlorisGets400AtReadHeaderTimeout(t *testing.T) {
+	ts := startServer(t, &whttp.Server{Handler: echoHandler(), ReadHeaderTimeout: 300 * time.Millisecond, Logger: (&logBuffer{}).logger()})
+	rc := dialRaw(t, ts.addr)
+	start := time.Now()
+	rc.send("GET / HTTP/1.1\r\n")
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() { // a header byte every 50 ms, until the server answers
+		defer close(sent)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := io.WriteString(rc.c, "X"); err != nil {
+				return
+			}
+		}
+	}()
+	resp := rc.response("GET")
+	el := time.Since(start)
+	close(stop)
+	<-sent
+	if resp.StatusCode != 400 || !resp.Close {
+		t.Fatalf("status %d, close %v: want 400 and Connection: close", resp.StatusCode, resp.Close)
+	}
+	if el < 250*time.Millisecond || el > 5*time.Second {
+		t.Fatalf("answered after %v, want about the 300ms ReadHeaderTimeout", el)
+	}
+	rc.expectClosed(5 * time.Second)
+}
+
+// A connection that sends nothing is closed at ReadHeaderTimeout without
+// an answer, as net/http does.
+func TestSilentConnectionIsClosedAtReadHeaderTimeoutWithoutAnswer(t *testing.T) {
+	ts := startServer(t, &whttp.Server{Handler: echoHandler(), ReadHeaderTimeout: 200 * time.Millisecond})
+	rc := dialRaw(t, ts.addr)
+	start := time.Now()
+	rc.expectClosed(5 * time.Second)
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Fatalf("closed after %v, before the timeout", el)
+	}
+}
+
+func TestIdleKeepAliveConnectionClosesAfterIdleTimeout(t *testing.T) {
+	ts := startServer(t, &whttp.Server{Handler: echoHandler(), IdleTimeout: 200 * time.Millisecond})
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc.response("GET")
+	start := time.Now()
+	rc.expectClosed(5 * time.Second)
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Fatalf("closed after %v, before the idle timeout", el)
+	}
+}
+
+// A request head sent a byte at a time past ReadHeaderTimeout gets 400
+// from whttp as from net/http, and the connection closes; a connection
+// that sends nothing is closed by both without an answer.
+func TestSlowHeaderBesideNetHTTP(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	ws := startServer(t, &whttp.Server{Handler: whttp.Adapt(h), ReadHeaderTimeout: timeout, Logger: (&logBuffer{}).logger()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &http.Server{Handler: h, ReadHeaderTimeout: timeout, ErrorLog: log.New(io.Discard, "", 0)}
+	done := make(chan struct{})
+	go func() { defer close(done); ns.Serve(ln) }()
+	defer func() { ns.Close(); <-done }()
+	for _, srv := range []struct{ name, addr string }{{"whttp", ws.addr}, {"net/http", ln.Addr().String()}} {
+		for _, slow := range []bool{true, false} {
+			c, err := net.Dial("tcp", srv.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			start := time.Now()
+			stop := make(chan struct{})
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				if !slow {
+					return
+				}
+				for _, b := range []byte("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: abcdefghijklmnopqrstuvwxyz\r\n") {
+					select {
+					case <-stop:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+					if _, err := c.Write([]byte{b}); err != nil {
+						return
+					}
+				}
+			}()
+			got, _ := io.ReadAll(c)
+			el := time.Since(start)
+			close(stop)
+			<-sent
+			c.Close()
+			switch {
+			case el < timeout*3/4 || el > 10*time.Second:
+				t.Errorf("%s (slow %v): closed after %v, want about %v", srv.name, slow, el, timeout)
+			case slow && !strings.HasPrefix(string(got), "HTTP/1.1 400 "):
+				t.Errorf("%s: a slow header got %q, want a 400", srv.name, got)
+			case !slow && len(got) > 0:
+				t.Errorf("%s: a silent connection got %q, want nothing", srv.name, got)
+			}
+		}
+	}
+}
+
+// A panic while serving one connection outside the handler (here in the
+// ConnState hook, at the connection's start or when it goes idle) closes
+// that connection only, is logged with its stack, and Serve goes on:
+// later clients are served and no descriptor leaks.
+func TestPanicServingAConnectionClosesItAndServeGoesOn(t *testing.T) {
+	before := openFDs()
+	logs := &logBuffer{}
+	var n atomic.Int64
+	srv := &whttp.Server{Handler: echoHandler(), Logger: logs.logger(),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew && n.Add(1)%2 == 1 {
+				panic("hook panics on odd connections")
+			}
+		}}
+	ts := startServer(t, srv)
+	ok := 0
+	for i := range 6 {
+		if err := getOnce(ts.addr, fmt.Sprintf("/%d", i)); err == nil {
+			ok++
+		}
+	}
+	if ok != 3 {
+		t.Fatalf("%d of the 3 connections whose hook does not panic were served", ok)
+	}
+	if out := logs.String(); !strings.Contains(out, "hook panics on odd connections") || !strings.Contains(out, "conn_test.go") {
+		t.Fatalf("the panic or its stack is not logged:\n%s", out)
+	}
+	if err := ts.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	waitFDs(t, before)
+}

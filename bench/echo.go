@@ -1,20 +1,18 @@
-// Command bench compares echo servers: weft's (internal/echo on one weft
+package main
+
+// `bench echo` compares echo servers: weft's (internal/echo on one weft
 // loop), a goroutine-per-connection server on the net package, and gnet's,
 // each in a process of its own, under the same closed-loop load of 64-byte
 // messages on loopback.
 //
-//	cd bench && go run .                       # the full table
-//	go run . -duration 1s -reps 1 -conns 1,50  # a quick look
-//	go run . -markdown                         # the table as Markdown
-//
-// See README.md for what the numbers mean.
-package main
+//	cd bench && go run . echo                       # the full table
+//	go run . echo -duration 1s -reps 1 -conns 1,50  # a quick look
+//	go run . echo -markdown                         # the table as Markdown
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/weft-go/weft/internal/loadgen"
 	"io"
 	"os"
 	"os/signal"
@@ -23,9 +21,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/weft-go/weft/bench/internal/loadgen"
 )
 
-// options are the command's settings.
+// options are the settings of `bench echo`.
 type options struct {
 	duration time.Duration // counted time per measurement
 	warmup   time.Duration // uncounted time before it
@@ -36,26 +36,18 @@ type options struct {
 	run      childRun      // -pin and -base
 }
 
-// main runs a server child when started in serve mode, and the benchmark
-// otherwise.
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == serveMode {
-		os.Exit(childMain(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "http" {
-		os.Exit(httpMain(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "pinned" {
-		os.Exit(pinnedMain(os.Args[2:]))
-	}
-	opts, err := parseFlags(os.Args[1:])
+// echoMain is `bench echo` with its flags in args: it runs the
+// measurements, with progress on stderr, prints the header and the table
+// on stdout and returns the exit status.
+func echoMain(args []string) int {
+	opts, err := parseFlags(args)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
+		fmt.Fprintln(os.Stderr, "bench echo:", err)
+		return 2
 	}
 	if err := pinLoad(opts.run.pin); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "bench echo:", err)
+		return 1
 	}
 	runner = opts.run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,15 +55,16 @@ func main() {
 	printHeader(os.Stdout, opts)
 	results, err := runBench(ctx, opts, os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "bench echo:", err)
+		return 1
 	}
 	printTable(os.Stdout, results, opts.markdown)
+	return 0
 }
 
-// parseFlags reads the command line.
+// parseFlags reads the flags of `bench echo`.
 func parseFlags(args []string) (options, error) {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("bench echo", flag.ContinueOnError)
 	var o options
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "counted time of each measurement")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "uncounted warm-up before each measurement")

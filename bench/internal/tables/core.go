@@ -1,4 +1,9 @@
-package main
+// Package tables prints the bench program's tables of weft's core and
+// sync benchmarks (internal/benchmarks at the module root, which `go test
+// -bench` at the root runs too), each beside its Go-native twin with the
+// ratio and the goal: `bench core`, `bench sync` and `bench memory`, the
+// measurement the core table makes in a fresh process.
+package tables
 
 import (
 	"fmt"
@@ -19,21 +24,24 @@ import (
 // median and the spread (min..max).
 const rounds = 5
 
-// bench is `weft bench`: the core benchmarks, or with an argument the
-// named benchmark (convoy, sha256, sync) with its own flags.
-func bench(w, errw io.Writer, args []string) error {
+// MemoryCommand is the subcommand that measures the memory of suspended
+// tasks or blocked goroutines (see Memory). Core starts its own executable
+// with it once for each, so the program that calls Core must hand that
+// subcommand to Memory.
+const MemoryCommand = "memory"
+
+// Core is `bench core`, which takes no arguments: it prints to w the core
+// benchmarks beside their Go-native twins, each the median of rounds runs
+// with its spread, the ratio and issue 20's goal, then the memory of a
+// suspended task against a blocked goroutine (each measured in a fresh
+// process: this executable again, with MemoryCommand) and how late 100k
+// sleeps end. It returns an error for an argument or when a memory
+// measurement failed.
+func Core(w io.Writer, args []string) error {
 	if len(args) > 0 {
-		switch args[0] {
-		case "convoy":
-			return convoy(w, errw, args[1:])
-		case "sha256":
-			return benchSHA256(w, errw, args[1:])
-		case "sync":
-			return benchSync(w)
-		}
-		return fmt.Errorf("bench: unknown benchmark %q", args[0])
+		return fmt.Errorf("bench core: unexpected argument %q (it has no flags)", args[0])
 	}
-	fmt.Fprintf(w, "weft bench: core runtime, %s %s/%s, %d CPUs, GOMAXPROCS=%d\n",
+	fmt.Fprintf(w, "bench core: core runtime, %s %s/%s, %d CPUs, GOMAXPROCS=%d\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "each timing: median of %d runs of `go test -bench` style loops (min..max)\n\n", rounds)
 
@@ -77,15 +85,16 @@ func nsPerOp(f func(*testing.B)) (median, lo, hi float64) {
 	return xs[len(xs)/2], xs[0], xs[len(xs)-1]
 }
 
-// memoryInFreshProcess runs `weft measure-memory kind` and returns its
-// figure: the runtime reuses the records of goroutines that ended, so each
-// memory measurement needs a process of its own.
+// memoryInFreshProcess runs `bench memory kind` (this executable with
+// MemoryCommand) and returns its figure: the runtime reuses the records of
+// goroutines that ended, so each memory measurement needs a process of its
+// own.
 func memoryInFreshProcess(kind string) (float64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(exe, "measure-memory", kind)
+	cmd := exec.Command(exe, MemoryCommand, kind)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -94,11 +103,14 @@ func memoryInFreshProcess(kind string) (float64, error) {
 	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 }
 
-// measureMemory is the hidden `weft measure-memory weft|go`: it prints the
-// bytes per suspended task or blocked goroutine, measured in this process.
-func measureMemory(w io.Writer, args []string) error {
+// Memory is `bench memory weft|go`: it prints to w the bytes of heap and
+// stack per suspended task (weft) or per goroutine blocked on a channel
+// (go), measured in this process with benchmarks.MemTasks of them. Run it
+// in a fresh process, as Core does: the runtime reuses the records of
+// goroutines that ended. It returns an error unless args is weft or go.
+func Memory(w io.Writer, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("measure-memory: want weft or go")
+		return fmt.Errorf("bench memory: want weft or go")
 	}
 	var bytes float64
 	switch args[0] {
@@ -107,7 +119,7 @@ func measureMemory(w io.Writer, args []string) error {
 	case "go":
 		bytes = benchmarks.ParkedGoroutineBytes()
 	default:
-		return fmt.Errorf("measure-memory: want weft or go, not %q", args[0])
+		return fmt.Errorf("bench memory: want weft or go, not %q", args[0])
 	}
 	fmt.Fprintf(w, "%.0f\n", bytes)
 	return nil

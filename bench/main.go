@@ -1,0 +1,127 @@
+// Command bench holds weft's comparison benchmarks: weft beside the Go
+// runtime's own tools (goroutines, channels, sync.Mutex, net, net/http) and
+// beside other Go event loops (gnet, fasthttp), one subcommand each. It is a
+// module of its own, so that weft's users never download the peers it
+// compares with. Run it from this directory:
+//
+//	cd bench && go run . core      # the core runtime beside its Go-native twins
+//	go run . echo -duration 1s -reps 1
+//	go run . help                  # every subcommand
+//
+// Each subcommand takes its own flags (-h lists them); see README.md for
+// what the numbers mean and the figures measured so far.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/weft-go/weft/bench/internal/cpubound"
+	"github.com/weft-go/weft/bench/internal/tables"
+)
+
+// main runs the subcommand named by the arguments and exits with its
+// status.
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the subcommand named by args[0] and returns the exit status: 0
+// on success, 1 when it failed, 2 for a usage error. The echo, http,
+// pinned and serve subcommands write to the process's own stdout and
+// stderr (they start children that share them).
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "core":
+		err = tables.Core(stdout, args[1:])
+	case "sync":
+		err = tables.Sync(stdout, args[1:])
+	case tables.MemoryCommand:
+		err = tables.Memory(stdout, args[1:])
+	case "echo":
+		return echoMain(args[1:])
+	case "http":
+		return httpMain(args[1:])
+	case "pinned":
+		return pinnedMain(args[1:])
+	case "convoy":
+		err = cpubound.Convoy(stdout, stderr, args[1:])
+	case "sha256":
+		err = cpubound.SHA256(stdout, stderr, args[1:])
+	case serveMode:
+		return childMain(args[1:])
+	case cpubound.ClientMode:
+		err = cpubound.Client(stdout, args[1:])
+	case "help", "-h", "-help", "--help":
+		printUsage(stdout)
+		return 0
+	default:
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "bench: a subcommand comes first (the echo servers' table is `go run . echo %s`)\n\n", strings.Join(args, " "))
+		} else {
+			fmt.Fprintf(stderr, "bench: unknown subcommand %q\n\n", args[0])
+		}
+		printUsage(stderr)
+		return 2
+	}
+	if err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "bench ") {
+			msg = "bench " + args[0] + ": " + msg
+		}
+		fmt.Fprintln(stderr, msg)
+		return 1
+	}
+	return 0
+}
+
+// printUsage prints the list of subcommands.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: go run . <subcommand> [flags]   (in bench/; -h after a subcommand lists its flags)
+
+weft's runtime beside Go's:
+  core             spawn, yield, cancel, Checkpoint, Blocking, memory and sleeps
+                   beside their Go-native twins, with ratios and goals
+  sync             channels, Mutex and SendWait beside Go channels and
+                   sync.Mutex, with ratios and goals
+  memory weft|go   bytes per suspended task or blocked goroutine, measured in
+                   this process (core runs it in a fresh one for each)
+
+servers, each in a process of its own under the same load:
+  echo             echo servers: weft, net (goroutine per connection), gnet
+                   (flags: -duration -warmup -reps -servers -conns -markdown
+                   -pin -base)
+  http             HTTP servers under wrk: whttp, net/http, fasthttp, and their
+                   memory per idle connection (flags: -duration -reps -conns
+                   -servers -paths -memconns -wrk -pin -base)
+  pinned           echo servers pinned to one CPU, the load on another: CPU per
+                   request and, with -strace, system calls per request (flags:
+                   -duration -warmup -reps -servers -conns -strace -base
+                   -server-cpu -load-cpu)
+
+CPU-bound work beside the loop:
+  convoy           an echo server beside k CPU-bound workers: weft tasks, weft
+                   Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
+                   -conns -reps -interval -variants -svg FILE -trace FILE
+                   -markdown)
+  sha256           hash messages in tasks on one loop, then in Offload
+                   (flags: -size -n -interval)
+
+started by the subcommands above, not by hand:
+  serve KIND ADDR  a server child of echo, http and pinned
+  convoy-client ADDR CONNS WARMUP DURATION
+                   convoy's load client
+
+  help             this text
+
+Go benchmarks of blocking clients (go-redis, pgx) through weft.Blocking:
+  go test -run '^$' -bench 'Redis|Pgx' .
+`)
+}

@@ -11,39 +11,6 @@ import (
 	"github.com/weft-go/weft"
 )
 
-func TestUnawaitedFailuresArePartOfRunsError(t *testing.T) {
-	errMain, errLost := errors.New("main failed"), errors.New("lost")
-	_, err := weft.Run(func(wt *weft.Task) (int, error) {
-		weft.Go(wt, func(wt *weft.Task) (int, error) { return 0, errLost })
-		weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Sleep(time.Millisecond); panic("lost panic") })
-		return 0, errMain
-	})
-	if !errors.Is(err, errMain) || !errors.Is(err, errLost) {
-		t.Fatalf("Run = %v", err)
-	}
-	var pe *weft.PanicError
-	if !errors.As(err, &pe) || pe.Value != "lost panic" {
-		t.Fatalf("the unawaited panic is missing from %v", err)
-	}
-	if !strings.Contains(err.Error(), "failure_test.go") {
-		t.Errorf("report does not say where the failed task was started:\n%v", err)
-	}
-}
-
-func TestAwaitedFailuresAreNotReportedAgain(t *testing.T) {
-	errHandled := errors.New("handled")
-	_, err := weft.Run(func(wt *weft.Task) (int, error) {
-		p := weft.Go(wt, func(wt *weft.Task) (int, error) { return 0, errHandled })
-		p.Await(wt)
-		q := weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Sleep(time.Millisecond); return 0, errHandled })
-		weft.All(wt, q)
-		return 3, nil
-	})
-	if err != nil {
-		t.Fatalf("Run = %v", err)
-	}
-}
-
 func TestDeadlockWhenMainWaitsForever(t *testing.T) {
 	var unwound []string
 	_, err := weft.Run(func(wt *weft.Task) (int, error) {
@@ -127,21 +94,6 @@ func TestNothingPendingIsNotADeadlock(t *testing.T) {
 	})
 }
 
-func TestRunInsideATaskReturnsAnError(t *testing.T) {
-	run(t, func(wt *weft.Task) {
-		_, err := weft.Run(func(*weft.Task) (int, error) { return 1, nil })
-		if !errors.Is(err, weft.ErrNestedRun) {
-			t.Errorf("nested Run = %v", err)
-		}
-	})
-}
-
-func TestRunWithNilMainReturnsAnError(t *testing.T) {
-	if _, err := weft.Run[int](nil); err == nil {
-		t.Fatal("no error")
-	}
-}
-
 func thisFile() string {
 	_, file, _, _ := runtime.Caller(0)
 	return file
@@ -164,31 +116,70 @@ func lineOf(t *testing.T, marker string) string {
 	return ""
 }
 
-func TestGoexitInATaskEndsRunsGoroutineWithoutLeaks(t *testing.T) {
-	// t.FailNow inside a task calls runtime.Goexit. It cannot be stopped;
-	// Run must unwind the other tasks on the way out and leave nothing.
-	done := make(chan []string)
-	go func() {
-		var log []string
-		defer func() { done <- log }()
-		weft.Run(func(wt *weft.Task) (int, error) {
-			never, _ := weft.NewPromise[int]()
-			spawn(wt, func(wt *weft.Task) {
-				defer func() { log = append(log, "waiter unwound") }()
-				never.Await(wt)
+// TestDeadlockReportNamesStartAndTheGroupLimit: a task blocked in
+// TaskGroup.Start (its function never calls ready) and one blocked in
+// TaskGroup.Go under SetLimit are reported as such, at their lines.
+func TestDeadlockReportNamesStartAndTheGroupLimit(t *testing.T) {
+	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+		c := weft.NewChan[int](0)
+		return struct{}{}, weft.Group(wt, func(g *weft.TaskGroup) error {
+			g.SetLimit(1)
+			g.Go(func(wt *weft.Task) error {
+				wt.SetName("holder")
+				_, err := c.Recv(wt)
+				return err
 			})
-			spawn(wt, func(wt *weft.Task) {
-				defer func() { log = append(log, "sleeper unwound") }()
-				wt.Sleep(time.Hour)
+			g.Go(func(wt *weft.Task) error { // limitWait
+				return nil
 			})
-			weft.Go(wt, func(wt *weft.Task) (int, error) { runtime.Goexit(); return 0, nil })
-			log = append(log, "Run went on after Goexit")
-			return 0, nil
+			return nil
 		})
-		log = append(log, "Run returned")
-	}()
-	log := <-done
-	if strings.Join(log, ",") != "waiter unwound,sleeper unwound" && strings.Join(log, ",") != "sleeper unwound,waiter unwound" {
-		t.Fatalf("log = %v", log)
+	})
+	var d *weft.DeadlockError
+	if !errors.As(err, &d) {
+		t.Fatalf("Run = %v", err)
+	}
+	if op, site := blockedOp(d, "main"); op != "TaskGroup.Go (limit)" || site != siteOf(t, "limitWait") {
+		t.Errorf("main: %s at %s\n%v", op, site, err)
+	}
+
+	_, err = weft.Run(func(wt *weft.Task) (struct{}, error) {
+		c := weft.NewChan[int](0)
+		return struct{}{}, weft.Group(wt, func(g *weft.TaskGroup) error {
+			return g.Start(func(wt *weft.Task, ready func()) error { // startWait
+				_, err := c.Recv(wt)
+				return err
+			})
+		})
+	})
+	if !errors.As(err, &d) {
+		t.Fatalf("Run = %v", err)
+	}
+	if op, site := blockedOp(d, "main"); op != "TaskGroup.Start" || site != siteOf(t, "startWait") {
+		t.Errorf("main: %s at %s\n%v", op, site, err)
+	}
+}
+
+func TestDeadlockAcrossLoopsNamesChannelAndLockWaits(t *testing.T) {
+	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+		c := weft.NewChan[int](0)
+		var m weft.Mutex
+		m.Lock(wt)
+		// The two waits on the other loop than main's Select.
+		weft.Go(wt, func(wt *weft.Task) (struct{}, error) { weft.PinTo(wt, 1); return struct{}{}, m.Lock(wt) })
+		weft.Go(wt, func(wt *weft.Task) (int, error) { weft.PinTo(wt, 1); return c.Recv(wt) })
+		_, err := weft.Select(wt, weft.SendCase(weft.NewChan[int](0), 1))
+		return struct{}{}, err
+	}, weft.WithLoops(2))
+	var d *weft.DeadlockError
+	if !errors.As(err, &d) || len(d.Blocked) != 3 {
+		t.Fatalf("Run = %v, want a deadlock of 3 tasks", err)
+	}
+	ops := map[string]bool{}
+	for _, b := range d.Blocked {
+		ops[b.Op] = true
+	}
+	if !ops["Mutex.Lock"] || !ops["Chan.Recv"] || !ops["Select"] {
+		t.Fatalf("blocked ops %v", ops)
 	}
 }

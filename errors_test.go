@@ -18,7 +18,7 @@ import (
 // misuse, which panics with "weft:".
 func misuser(other *weft.Task) func(*weft.Task) (int, error) {
 	return func(*weft.Task) (int, error) {
-		other.Yield() // misuse_loud_test.go: the line the report must name
+		other.Yield() // errors_test.go: the line the report must name
 		return 0, nil
 	}
 }
@@ -28,7 +28,7 @@ func wantLoud(t *testing.T, what string, msg string) {
 	if !strings.HasPrefix(msg, "weft: ") {
 		t.Fatalf("%s: panic %q, want the weft: misuse panic", what, msg)
 	}
-	if !strings.Contains(msg, "another task or goroutine") || !strings.Contains(msg, "misuse_loud_test.go") {
+	if !strings.Contains(msg, "another task or goroutine") || !strings.Contains(msg, "errors_test.go") {
 		t.Fatalf("%s: panic %q lacks the original message or the place of the misuse", what, msg)
 	}
 }
@@ -103,7 +103,7 @@ func TestAMisuseInsideTimeoutOrOffloadPanicsInTheCaller(t *testing.T) {
 				return 0, nil
 			})
 		})
-		if !strings.HasPrefix(msg, "weft: ") || !strings.Contains(msg, "misuse_loud_test.go") {
+		if !strings.HasPrefix(msg, "weft: ") || !strings.Contains(msg, "errors_test.go") {
 			t.Fatalf("Offload: panic %q", msg)
 		}
 	})
@@ -127,3 +127,29 @@ func TestAMisuseNobodyAwaitedMakesRunPanic(t *testing.T) {
 		t.Fatalf("an ordinary panic: %v", err)
 	}
 }
+
+func TestPanicBecomesPanicErrorAndTheLoopGoesOn(t *testing.T) {
+	errInside := errors.New("inside")
+	run(t, func(wt *weft.Task) {
+		p := weft.Go(wt, func(wt *weft.Task) (int, error) { panicking(); return 0, nil })
+		_, err := p.Await(wt)
+		var pe *weft.PanicError
+		if !errors.As(err, &pe) || pe.Value != "kaboom" {
+			t.Fatalf("Await = %v", err)
+		}
+		if !strings.Contains(string(pe.Stack), "panicking") {
+			t.Errorf("stack does not show the panicking function:\n%s", pe.Stack)
+		}
+		q := weft.Go(wt, func(wt *weft.Task) (int, error) { panic(errInside) })
+		if _, err := q.Await(wt); !errors.Is(err, errInside) {
+			t.Errorf("panic(err) not unwrapped: %v", err)
+		}
+		// The loop still runs tasks.
+		r := weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Sleep(time.Millisecond); return 5, nil })
+		if v, _ := r.Await(wt); v != 5 {
+			t.Errorf("after panics, task returned %d", v)
+		}
+	})
+}
+
+func panicking() { panic("kaboom") }

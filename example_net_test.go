@@ -2,9 +2,12 @@ package weft_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"io"
+	"net"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/weft-go/weft"
 )
@@ -43,33 +46,67 @@ func ExampleListen() {
 	// Output: HELLO, WEFT
 }
 
-// Offload keeps blocking or CPU-heavy work off the loop.
-func ExampleOffload() {
+// A ListenConfig with ReusePort: several listeners (in one Run here; in
+// several Runs or processes alike, see examples/reuseport) share a port,
+// and the kernel spreads the connections over them. Control sees the
+// socket before it is bound; without ReusePort a taken port fails as
+// net.Listen does.
+func ExampleListenConfig() {
 	weft.Run(func(t *weft.Task) (struct{}, error) {
-		sum, err := weft.Offload(t, func() (int, error) {
-			s := 0
-			for i := 1; i <= 1000; i++ {
-				s += i
-			}
-			return s, nil
-		})
-		fmt.Println(sum, err)
+		lc := &weft.ListenConfig{
+			ReusePort: true,
+			Backlog:   1024,
+			Control: func(network, address string, c syscall.RawConn) error {
+				fmt.Println("control:", network, address)
+				return nil
+			},
+		}
+		a, err := lc.Listen(t, "tcp4", "127.0.0.1:0")
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer a.Close()
+		lc.Control = nil
+		b, err := lc.Listen(t, "tcp4", a.Addr().String())
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer b.Close()
+		fmt.Println("one port:", a.Addr().String() == b.Addr().String())
+
+		_, err = (&weft.ListenConfig{}).Listen(t, "tcp4", a.Addr().String())
+		fmt.Println("without ReusePort:", errors.Is(err, syscall.EADDRINUSE))
 		return struct{}{}, nil
 	})
-	// Output: 500500 <nil>
+	// Output:
+	// control: tcp4 127.0.0.1:0
+	// one port: true
+	// without ReusePort: true
 }
 
-func ExamplePipe() {
-	r, w, _ := weft.Pipe()
-	defer r.Close()
+// A Dialer bounds a dial with Timeout (on the loop's clock, name
+// resolution included) and sets the connection's options; its errors are
+// net's.
+func ExampleDialer() {
 	weft.Run(func(t *weft.Task) (struct{}, error) {
-		weft.Go(t, func(t *weft.Task) (int, error) {
-			defer w.Close()
-			return w.Write(t, []byte("through the pipe"))
-		})
-		b, err := io.ReadAll(r.ReadWriter(t))
-		fmt.Println(string(b), err)
+		ln, err := weft.Listen(t, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer ln.Close()
+		d := &weft.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+		c, err := d.Dial(t, "tcp", ln.Addr().String())
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer c.Close()
+		fmt.Println("connected to", c.RemoteAddr().String() == ln.Addr().String())
+
+		_, err = (&weft.Dialer{LocalAddr: &net.UnixAddr{Name: "/tmp/x", Net: "unix"}}).Dial(t, "tcp", ln.Addr().String())
+		fmt.Println(err)
 		return struct{}{}, nil
 	})
-	// Output: through the pipe <nil>
+	// Output:
+	// connected to true
+	// dial tcp: address /tmp/x: mismatched local address type
 }

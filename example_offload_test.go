@@ -38,3 +38,19 @@ func ExampleBlocking() {
 	fmt.Println(v, err)
 	// Output: value of a, value of b, value of c <nil>
 }
+
+// Offload keeps blocking or CPU-heavy work off the loop.
+func ExampleOffload() {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		sum, err := weft.Offload(t, func() (int, error) {
+			s := 0
+			for i := 1; i <= 1000; i++ {
+				s += i
+			}
+			return s, nil
+		})
+		fmt.Println(sum, err)
+		return struct{}{}, nil
+	})
+	// Output: 500500 <nil>
+}

@@ -1,47 +1,11 @@
 package weft_test
 
 import (
-	"crypto/x509"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
 )
-
-type x509UnknownAuthority = x509.UnknownAuthorityError
-
-// fdCount counts the process's open descriptors (-1 where /proc/self/fd
-// does not exist).
-func fdCount(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
-// waitFDCount fails unless the count of open descriptors comes back to before
-// within a few seconds (the portable backend's descriptors are closed by
-// the Go runtime's poller, a little after Close).
-func waitFDCount(t *testing.T, before int) {
-	t.Helper()
-	if before < 0 {
-		return
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := fdCount(t)
-		if n <= before {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d descriptors open, %d before: some were not closed", n, before)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // A Run that touches no descriptor opens none: the readiness backends
 // (epoll, poll) open their kernel objects on first use, which is most of
@@ -49,7 +13,7 @@ func waitFDCount(t *testing.T, before int) {
 // other goroutines all work without them. (A loop that sleeps for less
 // than a millisecond opens its backend: its timeout is precise.)
 func TestARunWithoutIOOpensNoDescriptor(t *testing.T) {
-	before := fdCount(t)
+	before := openFDs(t)
 	if before < 0 {
 		t.Skip("no /proc/self/fd")
 	}
@@ -71,7 +35,7 @@ func TestARunWithoutIOOpensNoDescriptor(t *testing.T) {
 			if _, err := p.Await(wt); err != nil {
 				return 0, err
 			}
-			during = fdCount(t)
+			during = openFDs(t)
 			return 0, nil
 		}, weft.WithLoops(loops))
 		if err != nil {

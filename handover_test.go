@@ -2,14 +2,19 @@
 
 package weft_test
 
-// Issue 17's multi-loop regressions: loop-owned state that a task holds
-// (a Ticker's timer, an external promise's keep-alive, a Signal's
-// subscription, a Conn's deadline) while it moves to another loop.
+// Several loops: hand-over between them, idle loops, and what the last
+// idle loop decides (handover.go). The first tests are issue 17's
+// multi-loop regressions: loop-owned state that a task holds (a Ticker's
+// timer, an external promise's keep-alive, a Signal's subscription, a
+// Conn's deadline) while it moves to another loop.
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +22,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"golang.org/x/sys/unix"
 )
 
 // echoServe serves ln until it is closed, each connection in a task of its
@@ -56,40 +62,6 @@ func echoServe(t *testing.T, wt *weft.Task, ln *weft.Listener, prepare func(wt *
 			}
 		})
 	})
-}
-
-// dialEcho runs n clients, each of which sends and reads back rounds
-// messages, from plain goroutines.
-func dialEcho(addr string, n, rounds int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close()
-			msg := []byte("ping")
-			got := make([]byte, len(msg))
-			for range rounds {
-				if _, err := c.Write(msg); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := io.ReadFull(c, got); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // serveWithResource serves 40 connections on two loops, each task holding
@@ -299,5 +271,221 @@ func TestATaskUnderADeadlineIsHandedOver(t *testing.T) {
 	}
 	if late > 200*time.Millisecond {
 		t.Fatalf("the deadline reached the moved task %v late", late)
+	}
+}
+
+func TestCPUBoundTasksSpreadOverTheLoops(t *testing.T) {
+	var mu sync.Mutex
+	loops := map[int]int{}
+	run(t, func(wt *weft.Task) {
+		var ps []*weft.Promise[struct{}]
+		for range 4 {
+			ps = append(ps, spawn(wt, func(wt *weft.Task) {
+				deadline := time.Now().Add(300 * time.Millisecond)
+				for i := 0; time.Now().Before(deadline); i++ {
+					if i%1000 == 0 {
+						wt.Checkpoint()
+						mu.Lock()
+						loops[wt.Loop()]++
+						mu.Unlock()
+					}
+				}
+			}))
+		}
+		weft.All(wt, ps...)
+	}, weft.WithLoops(2), weft.WithSwitchInterval(time.Millisecond))
+	if len(loops) != 2 {
+		t.Fatalf("CPU-bound tasks ran on loops %v, not on both", loops)
+	}
+}
+
+// A CPU-bound task that its spawner cannot leave (main drives loop 0 and
+// stays there) goes to the hungry loop itself at a slow Checkpoint, so the
+// spawner goes on at once rather than after the task's switch interval
+// (here an hour: without the move, main would not run before the task
+// gave up waiting for it, after 10 s).
+func TestCPUBoundTaskMovesItselfWhenWhatIsQueuedMustStay(t *testing.T) {
+	var mainRan atomic.Bool
+	sawMain, endLoop := false, -1
+	run(t, func(wt *weft.Task) {
+		p := spawn(wt, func(wt *weft.Task) {
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; time.Now().Before(deadline); i++ {
+				if i%1000 == 0 {
+					wt.Checkpoint()
+					if mainRan.Load() {
+						sawMain = true
+						break
+					}
+				}
+			}
+			endLoop = wt.Loop()
+		})
+		mainRan.Store(true)
+		p.Await(wt)
+	}, weft.WithLoops(2), weft.WithSwitchInterval(time.Hour))
+	if !sawMain || endLoop != 1 {
+		t.Fatalf("the CPU-bound task saw main run: %v, and ended on loop %d: it kept loop 0 instead of moving to the idle loop", sawMain, endLoop)
+	}
+}
+
+func TestCrossLoopWakesAreNeverLost(t *testing.T) {
+	rounds := 125_000 // 4 pairs, 2 settles a round: a million cross-loop wakes
+	if raceEnabled || testing.Short() {
+		rounds = 5_000
+	}
+	var wakes, cancelled atomic.Int64
+	run(t, func(wt *weft.Task) {
+		const pairs = 4
+		err := weft.Group(wt, func(g *weft.TaskGroup) error {
+			for range pairs {
+				// Each round, a settles b's promise and b settles a's: every
+				// settle wakes a task that may be on the other loop.
+				toA := weft.NewChan[func(int, error) bool](1)
+				toB := weft.NewChan[func(int, error) bool](1)
+				pingPong := func(mine, theirs *weft.Chan[func(int, error) bool], loop int) func(*weft.Task) error {
+					return func(wt *weft.Task) error {
+						weft.PinTo(wt, loop) // the two sides on different loops
+						for i := range rounds {
+							p, settle := weft.NewPromise[int]()
+							if err := theirs.Send(wt, settle); err != nil {
+								return err
+							}
+							s, err := mine.Recv(wt)
+							if err != nil {
+								return err
+							}
+							s(i, nil)
+							v, err := p.Await(wt)
+							if err != nil || v != i {
+								return fmt.Errorf("round %d: %d, %v", i, v, err)
+							}
+							wakes.Add(1)
+						}
+						return nil
+					}
+				}
+				g.Go(pingPong(toA, toB, 0))
+				g.Go(pingPong(toB, toA, 1))
+			}
+			// Cancellations from plain goroutines, of tasks waiting on any loop.
+			for i := range 200 {
+				never, _ := weft.NewPromise[int]()
+				p := weft.GoIn(g, func(wt *weft.Task) (int, error) {
+					weft.PinTo(wt, i%2)
+					if i%4 < 2 {
+						return never.Await(wt)
+					}
+					return 0, wt.Sleep(time.Hour)
+				})
+				go p.Cancel()
+				g.Go(func(wt *weft.Task) error {
+					if _, err := p.Await(wt); errors.Is(err, context.Canceled) {
+						cancelled.Add(1)
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}, weft.WithLoops(2))
+	if got, want := wakes.Load(), int64(4*2*rounds); got != want {
+		t.Fatalf("%d of %d cross-loop wakes arrived", got, want)
+	}
+	if cancelled.Load() != 200 {
+		t.Fatalf("%d of 200 cancellations from goroutines arrived", cancelled.Load())
+	}
+}
+
+func TestDeadlockAcrossLoopsNamesEveryBlockedTask(t *testing.T) {
+	var blockedOn sync.Map
+	_, err := weft.Run(func(wt *weft.Task) (int, error) {
+		a, b := weft.NewChan[int](0), weft.NewChan[int](0)
+		for i := range 6 {
+			spawn(wt, func(wt *weft.Task) {
+				weft.PinTo(wt, i%4)
+				blockedOn.Store(wt.Loop(), true)
+				a.Recv(wt)
+			})
+			spawn(wt, func(wt *weft.Task) {
+				weft.PinTo(wt, (i+1)%4)
+				blockedOn.Store(wt.Loop(), true)
+				never, _ := weft.NewPromise[int]()
+				never.Await(wt)
+			})
+		}
+		return b.Recv(wt)
+	}, weft.WithLoops(4))
+	if n := loopsUsed(&blockedOn); n != 4 {
+		t.Fatalf("the blocked tasks waited on %d loop(s), want all 4", n)
+	}
+	var d *weft.DeadlockError
+	if !errors.As(err, &d) || !d.MainBlocked || len(d.Blocked) != 13 {
+		t.Fatalf("Run = %v", err)
+	}
+	ops := map[string]int{}
+	for _, b := range d.Blocked {
+		ops[b.Op]++
+		if !strings.Contains(b.Waiting, "handover_test.go") {
+			t.Errorf("%s waits at %s", b.Name, b.Waiting)
+		}
+	}
+	if ops["Chan.Recv"] != 7 || ops["Await"] != 6 {
+		t.Fatalf("blocked in %v", ops)
+	}
+}
+
+func TestVirtualTimeOnSeveralLoopsAdvancesOnlyWhenAllAreIdle(t *testing.T) {
+	start := time.Unix(0, 0)
+	var mu sync.Mutex
+	var woke []string
+	var wokeOn sync.Map
+	run(t, func(wt *weft.Task) {
+		var ps []*weft.Promise[struct{}]
+		for i := 1; i <= 20; i++ {
+			ps = append(ps, spawn(wt, func(wt *weft.Task) {
+				for j := 1; j <= 3; j++ {
+					wt.Sleep(time.Duration(i) * time.Second)
+					mu.Lock()
+					woke = append(woke, fmt.Sprint(wt.Now().Sub(start)))
+					mu.Unlock()
+					wokeOn.Store(wt.Loop(), true)
+					spinFor(100 * time.Microsecond) // busy: time must not move meanwhile
+				}
+			}))
+		}
+		weft.All(wt, ps...)
+		if got := wt.Now().Sub(start); got != 60*time.Second {
+			t.Errorf("ended at %v of virtual time, want 60s", got)
+		}
+	}, weft.WithLoops(4), weft.WithVirtualTime(start))
+	for i, w := range woke {
+		d, _ := time.ParseDuration(w)
+		if d%time.Second != 0 {
+			t.Fatalf("wake %d at %v: not on a whole second", i, w)
+		}
+	}
+	if len(woke) != 60 {
+		t.Fatalf("%d wakes", len(woke))
+	}
+	if loopsUsed(&wokeOn) < 2 {
+		t.Fatal("every sleeper woke on one loop: the test proves nothing about several")
+	}
+}
+
+func TestIdleLoopsUseNoCPU(t *testing.T) {
+	if raceEnabled {
+		t.Skip("CPU accounting is meaningless under the race detector")
+	}
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &before)
+	run(t, func(wt *weft.Task) { wt.Sleep(400 * time.Millisecond) }, weft.WithLoops(8))
+	unix.Getrusage(unix.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	if cpu > 80*time.Millisecond {
+		t.Fatalf("8 loops idle for 400 ms cost %v of CPU", cpu)
 	}
 }

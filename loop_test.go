@@ -1,14 +1,11 @@
 package weft_test
 
-// What the doc comments say "any goroutine" may call, called from a plain
-// goroutine while tasks wait, on one loop and on several: each takes
-// effect, and -race sees nothing (run the suite with -race).
-
 import (
 	"context"
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,19 +13,9 @@ import (
 	"github.com/weft-go/weft"
 )
 
-// fromGoroutine runs f on a new goroutine once started is closed, and
-// keeps the Run alive until f has returned (an external promise), so that
-// the waits f ends are not taken for a deadlock meanwhile.
-func fromGoroutine(wt *weft.Task, started <-chan struct{}, f func()) *weft.Promise[struct{}] {
-	p, settle := weft.NewPromiseExternal[struct{}](wt)
-	go func() {
-		defer settle(struct{}{}, nil)
-		<-started
-		f()
-	}()
-	return p
-}
-
+// What the doc comments say "any goroutine" may call, called from a plain
+// goroutine while tasks wait, on one loop and on several: each takes
+// effect, and -race sees nothing (run the suite with -race).
 func TestWhatDocsSayAnyGoroutineMayCallWorksFromAGoroutine(t *testing.T) {
 	for _, loops := range []int{1, 2} {
 		var seen [2]atomic.Bool
@@ -125,6 +112,58 @@ func TestWhatDocsSayAnyGoroutineMayCallWorksFromAGoroutine(t *testing.T) {
 		}, weft.WithLoops(loops))
 		if loops > 1 && !(seen[0].Load() && seen[1].Load()) {
 			t.Errorf("%d loops: the tasks ran on loop 0: %v, loop 1: %v", loops, seen[0].Load(), seen[1].Load())
+		}
+	}
+}
+
+func TestRunQueueIsFIFOAndYieldGoesToTheBack(t *testing.T) {
+	var log []string
+	worker := func(name string) func(*weft.Task) {
+		return func(wt *weft.Task) {
+			for i := 1; i <= 3; i++ {
+				log = append(log, name+string(rune('0'+i)))
+				wt.Yield()
+			}
+		}
+	}
+	run(t, func(wt *weft.Task) {
+		a := spawn(wt, worker("a"))
+		b := spawn(wt, worker("b"))
+		a.Await(wt)
+		b.Await(wt)
+	}, oneLoop)
+	// The OCaml runtime's order: a is queued again before b starts.
+	if got := strings.Join(log, " "); got != "a1 a2 b1 a3 b2 b3" {
+		t.Fatalf("order = %s", got)
+	}
+}
+
+func TestManyTasksRoundRobinInSpawnOrder(t *testing.T) {
+	const n, rounds = 50, 4
+	var log []int
+	run(t, func(wt *weft.Task) {
+		ps := make([]*weft.Promise[struct{}], n)
+		for i := range ps {
+			ps[i] = spawn(wt, func(wt *weft.Task) {
+				for r := 0; r < rounds; r++ {
+					wt.Yield()
+					log = append(log, i)
+				}
+			})
+		}
+		weft.All(wt, ps...)
+	}, oneLoop)
+	if len(log) != n*rounds {
+		t.Fatalf("%d steps, want %d", len(log), n*rounds)
+	}
+	// FIFO: tasks take their last step in the order they were spawned.
+	last := make([]int, n)
+	for pos, i := range log {
+		last[i] = pos
+	}
+	for i := 1; i < n; i++ {
+		if last[i] < last[i-1] {
+			t.Fatalf("task %d finished before task %d: %v", i, i-1, log)
 		}
 	}
 }

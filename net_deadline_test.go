@@ -3,32 +3,18 @@
 package weft_test
 
 import (
-	"bytes"
-	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
-	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
-	"github.com/weft-go/weft/internal/testcert"
 )
-
-// connPair returns the two ends of a loopback TCP connection on wt's loop.
-func connPair(t *testing.T, wt *weft.Task) (a, b *weft.Conn) {
-	t.Helper()
-	ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
-	defer ln.Close()
-	b = mustDial(t, wt, "tcp", ln.Addr().String())
-	a, err := ln.Accept(wt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, b
-}
 
 // checkTimeout fails unless err is the error a net.Conn gives past a
 // deadline.
@@ -253,133 +239,6 @@ func TestVirtualTimeDrivesADeadline(t *testing.T) {
 	})
 }
 
-func TestNetConnCarriesATLSHandshakeAndData(t *testing.T) {
-	certs, err := testcert.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	backends(t, func(t *testing.T, opts ...weft.Option) {
-		before := fdCount(t)
-		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-			a, b := connPair(t, wt)
-			defer a.Close()
-			defer b.Close()
-			server := weft.Go(wt, func(wt *weft.Task) (string, error) {
-				tc := tls.Server(a.NetConn(wt), certs.ServerConfig())
-				if err := tc.Handshake(); err != nil {
-					return "", err
-				}
-				line := make([]byte, 5)
-				if _, err := io.ReadFull(tc, line); err != nil {
-					return "", err
-				}
-				_, err := tc.Write(bytes.ToUpper(line))
-				return string(line), err
-			})
-			cfg := certs.ClientConfig()
-			cfg.ServerName = "127.0.0.1"
-			tc := tls.Client(b.NetConn(wt), cfg)
-			if _, err := tc.Write([]byte("hello")); err != nil {
-				return struct{}{}, err
-			}
-			reply := make([]byte, 5)
-			if _, err := io.ReadFull(tc, reply); err != nil {
-				return struct{}{}, err
-			}
-			got, err := server.Await(wt)
-			if err != nil {
-				return struct{}{}, err
-			}
-			if got != "hello" || string(reply) != "HELLO" {
-				t.Fatalf("server read %q, client read %q", got, reply)
-			}
-			if !tc.ConnectionState().HandshakeComplete {
-				t.Fatal("handshake not complete")
-			}
-			return struct{}{}, nil
-		}, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFDCount(t, before)
-	})
-}
-
-func TestTLSClientRejectsAnUntrustedCertificate(t *testing.T) {
-	certs, err := testcert.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = weft.Run(func(wt *weft.Task) (struct{}, error) {
-		a, b := connPair(t, wt)
-		defer a.Close()
-		defer b.Close()
-		weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
-			tls.Server(a.NetConn(wt), certs.ServerConfig()).Handshake()
-			return struct{}{}, nil
-		})
-		err := tls.Client(b.NetConn(wt), &tls.Config{ServerName: "127.0.0.1"}).Handshake()
-		var uae x509UnknownAuthority
-		if err == nil || !errors.As(err, &uae) {
-			t.Fatalf("handshake with an unknown authority: %v", err)
-		}
-		return struct{}{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestNetConnUsedFromAnotherTaskPanics(t *testing.T) {
-	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-		a, b := connPair(t, wt)
-		defer a.Close()
-		defer b.Close()
-		nc := a.NetConn(wt)
-		p := weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
-			nc.Read(make([]byte, 1))
-			return struct{}{}, nil
-		})
-		// A misuse is loud: Await re-raises it rather than return it.
-		msg := panicMessage(func() { p.Await(wt) })
-		if !strings.HasPrefix(msg, "weft: ") || !strings.Contains(msg, "deadline_test.go") {
-			t.Fatalf("Await of a task that read from another task's NetConn panicked with %q, want the weft: panic and where it happened", msg)
-		}
-		return struct{}{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestLoopConnActsForWhicheverTaskCallsIt(t *testing.T) {
-	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-		a, b := connPair(t, wt)
-		defer a.Close()
-		defer b.Close()
-		lc := a.LoopConn()
-		reader := weft.Go(wt, func(wt *weft.Task) (string, error) {
-			buf := make([]byte, 3)
-			_, err := io.ReadFull(lc, buf)
-			return string(buf), err
-		})
-		if _, err := b.Write(wt, []byte("abc")); err != nil {
-			return struct{}{}, err
-		}
-		got, err := reader.Await(wt)
-		if err != nil || got != "abc" {
-			t.Fatalf("LoopConn read in another task: %q, %v", got, err)
-		}
-		if _, err := lc.Write([]byte("x")); err != nil { // and in this one
-			t.Fatal(err)
-		}
-		return struct{}{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestSetDeadlineAfterCloseIsErrClosed(t *testing.T) {
 	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
 		a, b := connPair(t, wt)
@@ -392,5 +251,100 @@ func TestSetDeadlineAfterCloseIsErrClosed(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The multi-loop stress test of issue 17: many connections with read
+// deadlines, served under Group and Protect (and Timeout), on 1, 2, 4 and
+// 8 loops, many times over. Run under -race it is what finds loop-owned
+// state touched from another loop's goroutine.
+func TestStressConnectionsWithDeadlinesOnSeveralLoops(t *testing.T) {
+	conns, rounds, runs := 400, 5, 20
+	if testing.Short() {
+		conns, runs = 100, 3
+	}
+	for _, loops := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("%dloops", loops), func(t *testing.T) {
+			noGC(t)
+			before := openFDs(t)
+			for range runs {
+				stressServe(t, loops, conns, rounds)
+				if t.Failed() {
+					return
+				}
+			}
+			if after := openFDs(t); after > before+2 {
+				t.Fatalf("%d descriptors left open", after-before)
+			}
+		})
+	}
+}
+
+func stressServe(t *testing.T, loops, conns, rounds int) {
+	var served atomic.Int64
+	var onLoop sync.Map
+	run(t, func(wt *weft.Task) {
+		ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+		server := spawn(wt, func(wt *weft.Task) {
+			err := weft.Group(wt, func(g *weft.TaskGroup) error {
+				for i := 0; ; i++ {
+					c, err := ln.Accept(wt)
+					if errors.Is(err, net.ErrClosed) {
+						return nil
+					}
+					if err != nil {
+						return err
+					}
+					g.Go(func(wt *weft.Task) error {
+						defer c.Close()
+						return wt.Protect(func(wt *weft.Task) error {
+							buf := make([]byte, 16)
+							for r := 0; ; r++ {
+								if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+									return err
+								}
+								var n int
+								var err error
+								if (i+r)%2 == 0 {
+									n, err = weft.Timeout(wt, 10*time.Second, func(wt *weft.Task) (int, error) {
+										return c.Read(wt, buf)
+									})
+								} else {
+									n, err = c.Read(wt, buf)
+								}
+								if err == io.EOF {
+									return nil
+								}
+								if err != nil {
+									return fmt.Errorf("read, round %d: %w", r, err)
+								}
+								onLoop.Store(wt.Loop(), true)
+								if _, err := c.Write(wt, buf[:n]); err != nil {
+									return err
+								}
+								served.Add(1)
+							}
+						})
+					})
+				}
+			})
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		})
+		_, err := weft.Offload(wt, func() (struct{}, error) {
+			return struct{}{}, dialEcho(ln.Addr().String(), conns, rounds)
+		})
+		if err != nil {
+			t.Errorf("clients: %v", err)
+		}
+		ln.Close()
+		server.Await(wt)
+	}, weft.WithLoops(loops))
+	if got := served.Load(); got != int64(conns*rounds) {
+		t.Errorf("%d loops: %d round trips served, want %d", loops, got, conns*rounds)
+	}
+	if n := loopsUsed(&onLoop); loops > 1 && n < 2 {
+		t.Errorf("%d loops: connections were served on %d loop(s)", loops, n)
 	}
 }

@@ -1,7 +1,6 @@
 package weft_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net"
 	"strings"
@@ -12,30 +11,12 @@ import (
 	"github.com/weft-go/weft"
 )
 
-// logBuffer is a slog handler's output, safe for the watchdog's goroutine.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // stuckRun runs a task named "stuck" that calls block, with a watchdog of
 // 20 ms, beside a task that counts its turns; it returns the log and
 // whether the other task ran after the stuck one let go.
 func stuckRun(t *testing.T, block func()) (string, bool) {
 	t.Helper()
-	var log logBuffer
+	var log lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	recovered := false
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
@@ -113,7 +94,7 @@ func TestWatchdogReportsCPUWithoutCheckpoint(t *testing.T) {
 // TestWatchdogIsQuietForTasksThatGiveWay: sleeping, waiting and CPU work
 // with Checkpoints are no episode.
 func TestWatchdogIsQuietForTasksThatGiveWay(t *testing.T) {
-	var log logBuffer
+	var log lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		p := weft.Go(t, func(t *weft.Task) (int, error) {
@@ -141,7 +122,7 @@ func TestWatchdogIsQuietForTasksThatGiveWay(t *testing.T) {
 
 // TestWatchdogOffReportsNothing: WithWatchdog(0) turns it off.
 func TestWatchdogOffReportsNothing(t *testing.T) {
-	var log logBuffer
+	var log lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		time.Sleep(100 * time.Millisecond)
@@ -194,7 +175,7 @@ func TestWatchdogReportsAShortBlockingCallEarly(t *testing.T) {
 			}()
 		}
 	}()
-	var log logBuffer
+	var log lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	_, err = weft.Run(func(t *weft.Task) (int, error) {
 		c, err := net.Dial("tcp", ln.Addr().String()) // the blocking client a library would use

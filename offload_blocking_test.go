@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
 
 func TestBlockingRunsOffTheLoopWhileTasksGoOn(t *testing.T) {
@@ -274,18 +275,6 @@ func TestBlockingBadInput(t *testing.T) {
 	})
 }
 
-func mustPanicWeft(t *testing.T, what string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if !strings.HasPrefix(fmt.Sprint(r), "weft: ") {
-			t.Errorf("%s: recovered %v, want a \"weft: \" panic", what, r)
-		}
-	}()
-	f()
-}
-
 // TestBlockingInSeededRunNeedsRealIO: a seeded Run replays only what goes
 // through weft, so Blocking refuses, as Offload does.
 func TestBlockingInSeededRunNeedsRealIO(t *testing.T) {
@@ -531,3 +520,12 @@ func blockingWorkers() int {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+// Each weft benchmark sits beside its Go-native twin; `weft bench` prints
+// them side by side with the ratios.
+
+func BenchmarkBlockingCall(b *testing.B) { benchmarks.BlockingCall(b) }
+
+func BenchmarkGoroutineCall(b *testing.B) { benchmarks.GoroutineCall(b) }
+
+func BenchmarkBlockingVsGoroutine(b *testing.B) { benchmarks.BlockingVsGoroutine(b) }

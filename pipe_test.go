@@ -4,6 +4,9 @@ package weft_test
 
 import (
 	"errors"
+	"io"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,5 +42,109 @@ func TestClosingAWaitedPipeEndReleasesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+func TestPipeReadAfterDrainSeesLaterDataAndTheEnd(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+			r, w, err := weft.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+				defer w.Close()
+				for _, s := range []string{"ab", "cd", "ef"} {
+					if _, err := w.Write(wt, []byte(s)); err != nil {
+						return struct{}{}, err
+					}
+					wt.Sleep(5 * time.Millisecond)
+				}
+				return struct{}{}, nil
+			})
+			got, err := io.ReadAll(r.ReadWriter(wt))
+			if err != nil || string(got) != "abcdef" {
+				t.Errorf("read %q, %v", got, err)
+			}
+			return struct{}{}, nil
+		}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestPipeReadWriteAndEOF(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		r, w, err := weft.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var got []string
+		run(t, func(wt *weft.Task) {
+			weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+				defer w.Close()
+				for _, m := range []string{"one", "two"} {
+					wt.Sleep(5 * time.Millisecond)
+					if _, err := w.Write(wt, []byte(m)); err != nil {
+						return struct{}{}, err
+					}
+				}
+				return struct{}{}, nil
+			})
+			buf := make([]byte, 16)
+			for {
+				n, err := r.Read(wt, buf)
+				if err == io.EOF {
+					got = append(got, "eof")
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(buf[:n]))
+			}
+		}, opts...)
+		if strings.Join(got, ",") != "one,two,eof" {
+			t.Fatalf("read %v", got)
+		}
+		if r.Fd() < 0 {
+			t.Fatal("no fd")
+		}
+	})
+}
+
+func TestWriteToAPipeWithNoReaderIsEPIPE(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		r, w, err := weft.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		defer w.Close()
+		run(t, func(wt *weft.Task) {
+			if _, err := w.Write(wt, []byte("nobody listens")); !errors.Is(err, syscall.EPIPE) {
+				t.Fatalf("Write = %v", err)
+			}
+		}, opts...)
+	})
+}
+
+func TestCloseWakesAPipeReader(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		r, w, err := weft.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		run(t, func(wt *weft.Task) {
+			p := weft.Go(wt, func(wt *weft.Task) (int, error) { return r.Read(wt, make([]byte, 8)) })
+			go r.Close()
+			if _, err := p.Await(wt); !errors.Is(err, os.ErrClosed) {
+				t.Fatalf("Read after Close = %v", err)
+			}
+		}, opts...)
 	})
 }

@@ -1,41 +1,9 @@
 package weft
 
 import (
-	"math/rand/v2"
+	"slices"
 	"testing"
 )
-
-func TestTimerHeapOrdersByDeadlineThenFIFO(t *testing.T) {
-	var h timerHeap
-	rng := rand.New(rand.NewPCG(1, 2))
-	var all []*timer
-	for i := 0; i < 2000; i++ {
-		tm := &timer{when: int64(rng.IntN(50))}
-		all = append(all, tm)
-		h.push(tm)
-	}
-	// Remove a third at random, as cancelled sleeps do.
-	removed := map[*timer]bool{}
-	for i := 0; i < len(all)/3; i++ {
-		tm := all[rng.IntN(len(all))]
-		if h.remove(tm) == removed[tm] {
-			t.Fatalf("remove reported %v for a timer removed=%v", !removed[tm], removed[tm])
-		}
-		removed[tm] = true
-	}
-	var prev *timer
-	for h.len() > 0 {
-		tm := h.peek()
-		h.remove(tm)
-		if removed[tm] {
-			t.Fatal("removed timer came back")
-		}
-		if prev != nil && (tm.when < prev.when || (tm.when == prev.when && tm.seq < prev.seq)) {
-			t.Fatalf("out of order: %d/%d after %d/%d", tm.when, tm.seq, prev.when, prev.seq)
-		}
-		prev = tm
-	}
-}
 
 func TestQueuePushFrontIsPoppedNext(t *testing.T) {
 	var q queue[int]
@@ -77,5 +45,41 @@ func TestQueueIsFIFOAcrossGrowth(t *testing.T) {
 			t.Fatalf("pop %d, want %d", v, next)
 		}
 		next++
+	}
+}
+
+// takeAt removes exactly the element asked for, wherever the ring's head
+// is, and keeps the others.
+func TestQueueTakeAtRemovesTheElementAskedFor(t *testing.T) {
+	for head := range 20 {
+		var q queue[int]
+		for range head { // move the head round the ring
+			q.push(-1)
+		}
+		for range head {
+			q.pop()
+		}
+		for i := range 10 {
+			q.push(i)
+		}
+		want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+		for _, i := range []int{3, 0, 7, 2, 5, 0, 1, 2, 0, 0} {
+			v := q.takeAt(i)
+			var got []int
+			for j := range q.len() {
+				got = append(got, q.at(j))
+			}
+			if !slices.Contains(want, v) {
+				t.Fatalf("head %d: took %d, not in %v", head, v, want)
+			}
+			want = slices.DeleteFunc(want, func(x int) bool { return x == v })
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("head %d: after taking %d the queue holds %v, want %v", head, v, got, want)
+			}
+		}
+		if q.len() != 0 {
+			t.Fatalf("head %d: %d left", head, q.len())
+		}
 	}
 }

@@ -28,7 +28,7 @@ func TestWithNetworkRoutesListenDialAndListenPacket(t *testing.T) {
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		check := func(err error, want string) error {
 			if err == nil || err.Error() != want {
-				return errors.New("got " + netErrString(err) + ", want " + want)
+				return errors.New("got " + errString(err) + ", want " + want)
 			}
 			return nil
 		}
@@ -57,13 +57,6 @@ func TestWithNetworkRoutesListenDialAndListenPacket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func netErrString(err error) string {
-	if err == nil {
-		return "nil"
-	}
-	return err.Error()
 }
 
 func TestGoWithNetworkRejectsNil(t *testing.T) {

@@ -5,44 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
-
-// siteOf returns file:line of the line in the caller's file that ends with
-// the comment marker.
-func siteOf(t *testing.T, marker string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(1)
-	data, err := readFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, line := range strings.Split(data, "\n") {
-		if strings.HasSuffix(strings.TrimSpace(line), "// "+marker) {
-			return fmt.Sprintf("%s:%d", file, i+1)
-		}
-	}
-	t.Fatalf("marker %q not found", marker)
-	return ""
-}
-
-// blockedOp returns the Op and Waiting of the blocked task named name.
-func blockedOp(d *weft.DeadlockError, name string) (op, site string) {
-	for _, b := range d.Blocked {
-		if b.Name == name {
-			return b.Op, b.Waiting
-		}
-	}
-	return "", ""
-}
-
-var vt = weft.WithVirtualTime(time.Unix(0, 0))
 
 func TestChanDeliversValuesInSendOrder(t *testing.T) {
 	for _, capacity := range []int{0, 1, 3, 100} {
@@ -70,14 +43,6 @@ func TestChanDeliversValuesInSendOrder(t *testing.T) {
 			}
 		})
 	}
-}
-
-func seq(from, to int) []int {
-	var s []int
-	for i := from; i < to; i++ {
-		s = append(s, i)
-	}
-	return s
 }
 
 func TestSendSuspendsWhileFullAndRecvWhileEmpty(t *testing.T) {
@@ -564,5 +529,407 @@ func TestTasksOfTwoRunsShareAChannel(t *testing.T) {
 	})
 	if s := <-sum; s != n*(n+1)/2 {
 		t.Fatalf("sum = %d", s)
+	}
+}
+
+// Channels and the goroutine bridge, each beside its Go twin.
+
+func BenchmarkWeftChanPingPong0(b *testing.B) { benchmarks.WeftChanPingPong0(b) }
+
+func BenchmarkGoChanPingPong0(b *testing.B) { benchmarks.GoChanPingPong0(b) }
+
+func BenchmarkWeftChanPingPong1(b *testing.B) { benchmarks.WeftChanPingPong1(b) }
+
+func BenchmarkGoChanPingPong1(b *testing.B) { benchmarks.GoChanPingPong1(b) }
+
+func BenchmarkWeftChanThroughput(b *testing.B) { benchmarks.WeftChanThroughput(b) }
+
+func BenchmarkGoChanThroughput(b *testing.B) { benchmarks.GoChanThroughput(b) }
+
+func BenchmarkWeftSendWait(b *testing.B) { benchmarks.WeftSendWait(b) }
+
+func BenchmarkGoChanSendRecv(b *testing.B) { benchmarks.GoChanSendRecv(b) }
+
+// Producers and consumers (some in Select) are cancelled at random while
+// they wait or just after a handoff; every value whose Send succeeded is
+// received exactly once, and no other.
+func TestStressRandomCancellationsDeliverEachSentValueExactlyOnce(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // its tasks share state without locks, as tasks of one loop may
+	for _, capacity := range []int{0, 1, 3} {
+		for seed := uint64(1); seed <= 4; seed++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(capacity)))
+			led := newLedger()
+			run(t, func(wt *weft.Task) {
+				c := weft.NewChan[int](capacity)
+				next := 0
+				producer := func(wt *weft.Task) (struct{}, error) {
+					for range 30 { // bounded, or the traffic would hold virtual time still
+						next++
+						v := next
+						if err := c.Send(wt, v); err != nil {
+							return struct{}{}, nil
+						}
+						led.didSend(v)
+						if rng.IntN(3) == 0 {
+							wt.Yield()
+						}
+					}
+					return struct{}{}, nil
+				}
+				consumer := func(wt *weft.Task) (struct{}, error) {
+					for {
+						var v int
+						var err error
+						if rng.IntN(2) == 0 {
+							v, err = c.Recv(wt)
+						} else {
+							var i int
+							i, err = weft.Select(wt, weft.RecvCase(c, &v), weft.AfterCase(time.Duration(1+rng.IntN(2))*time.Millisecond))
+							if err == nil && i == 1 {
+								continue // timed out: nothing received
+							}
+						}
+						if err != nil {
+							return struct{}{}, nil
+						}
+						led.didGet(v)
+					}
+				}
+				var all []*weft.Promise[struct{}] // every task started
+				start := func(f func(*weft.Task) (struct{}, error)) *weft.Promise[struct{}] {
+					p := weft.Go(wt, f)
+					all = append(all, p)
+					return p
+				}
+				var live []*weft.Promise[struct{}]
+				for range 3 {
+					live = append(live, start(producer), start(consumer))
+				}
+				for range 400 {
+					switch rng.IntN(4) {
+					case 0:
+						wt.Yield()
+					case 1:
+						wt.Sleep(time.Duration(rng.IntN(2)) * time.Millisecond)
+					case 2:
+						// Cancel someone, start a replacement of either kind.
+						i := rng.IntN(len(live))
+						live[i].Cancel()
+						if rng.IntN(2) == 0 {
+							live[i] = start(producer)
+						} else {
+							live[i] = start(consumer)
+						}
+					case 3:
+						// A handoff and a cancellation before the receiver resumes.
+						i := rng.IntN(len(live))
+						if c.TrySend(-next - 1) {
+							next++
+							led.didSend(-next)
+						}
+						live[i].Cancel()
+						live[i] = start(consumer)
+					}
+				}
+				for _, p := range live {
+					p.Cancel()
+				}
+				for _, p := range all {
+					p.Await(wt) // the cancelled ones too: they may still give a value back
+				}
+				c.Close()
+				for v, err := range c.All(wt) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					led.didGet(v)
+				}
+			}, vt)
+			led.check(t)
+			t.Logf("capacity %d seed %d: %d values sent", capacity, seed, len(led.sent))
+			if t.Failed() {
+				t.Fatalf("capacity %d, seed %d", capacity, seed)
+			}
+		}
+	}
+}
+
+// The same across two Runs and plain goroutines, with contexts that
+// expire at random: run it with -race.
+func TestStressTwoRunsAndGoroutinesDeliverEachSentValueExactlyOnce(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // its tasks share state without locks, as tasks of one loop may
+	for _, capacity := range []int{0, 2} {
+		led := newLedger()
+		c := weft.NewChan[int](capacity)
+		const perSender = 300
+		var wg sync.WaitGroup
+		// Goroutine senders and receivers, with short random deadlines.
+		sendersDone := make(chan struct{})
+		var senders sync.WaitGroup
+		for g := range 2 {
+			senders.Add(1)
+			go func() {
+				defer senders.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 7))
+				for k := range perSender {
+					v := 1_000_000*(g+1) + k
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(200))*time.Microsecond)
+					if c.SendWait(ctx, v) == nil {
+						led.didSend(v)
+					}
+					cancel()
+				}
+			}()
+		}
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 9))
+				for {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(300))*time.Microsecond)
+					v, err := c.RecvWait(ctx)
+					cancel()
+					if err == nil {
+						led.didGet(v)
+						continue
+					}
+					if err != context.DeadlineExceeded {
+						return // closed
+					}
+				}
+			}()
+		}
+		// Two Runs: tasks that send and receive, cancelled at random.
+		runOne := func(id int) {
+			defer wg.Done()
+			_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+				// The senders are outside this loop: await them through an
+				// external promise, which keeps the Run alive meanwhile.
+				allSent, settle := weft.NewPromiseExternal[struct{}](wt)
+				go func() { <-sendersDone; settle(struct{}{}, nil) }()
+				rng := rand.New(rand.NewPCG(uint64(id), 11))
+				next := 0
+				var ps []*weft.Promise[struct{}]
+				for range 4 {
+					ps = append(ps, weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+						for {
+							v, err := c.Recv(wt)
+							if err != nil {
+								return struct{}{}, nil
+							}
+							led.didGet(v)
+						}
+					}))
+					ps = append(ps, weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+						for range perSender / 4 {
+							next++
+							v := 10_000_000*(id+1) + next
+							if err := c.Send(wt, v); err != nil {
+								return struct{}{}, nil
+							}
+							led.didSend(v)
+						}
+						return struct{}{}, nil
+					}))
+				}
+				for range 20 {
+					wt.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+					ps[rng.IntN(len(ps))].Cancel()
+				}
+				allSent.Await(wt)
+				for _, p := range ps {
+					p.Cancel()
+					p.Await(wt)
+				}
+				return struct{}{}, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		wg.Add(2)
+		go runOne(1)
+		go runOne(2)
+		senders.Wait()
+		close(sendersDone)
+		c.Close() // ends the goroutine receivers; then drain what is left
+
+		wg.Wait()
+		for {
+			v, ok := c.TryRecv()
+			if !ok {
+				break
+			}
+			led.didGet(v)
+		}
+		led.check(t)
+		t.Logf("capacity %d: %d values sent", capacity, len(led.sent))
+	}
+}
+
+// Channels on a Run of several loops: tasks of different loops meet on
+// them, and goroutines send into them.
+
+func TestChannelsBetweenTheLoopsOfOneRun(t *testing.T) {
+	const producers, per = 8, 500
+	led := newLedger()
+	var on sync.Map
+	run(t, func(wt *weft.Task) {
+		c := weft.NewChan[int](4)
+		weft.Group(wt, func(g *weft.TaskGroup) error {
+			var left atomic.Int32
+			left.Store(producers)
+			for p := range producers {
+				g.Go(func(wt *weft.Task) error {
+					defer func() {
+						if left.Add(-1) == 0 {
+							c.Close()
+						}
+					}()
+					weft.PinTo(wt, p%2) // senders on both loops
+					on.Store(wt.Loop(), true)
+					for k := range per {
+						v := p*per + k
+						if err := c.Send(wt, v); err != nil {
+							return err
+						}
+						led.didSend(v)
+						if k%7 == 0 {
+							wt.Checkpoint()
+						}
+					}
+					return nil
+				})
+			}
+			for i := range 4 {
+				g.Go(func(wt *weft.Task) error {
+					weft.PinTo(wt, i%2) // receivers on both loops
+					for v, err := range c.All(wt) {
+						if err != nil {
+							return err
+						}
+						led.didGet(v)
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+	}, weft.WithLoops(2))
+	led.check(t)
+	if len(led.sent) != producers*per {
+		t.Fatalf("%d values sent", len(led.sent))
+	}
+	if loopsUsed(&on) != 2 {
+		t.Fatal("the senders did not run on both loops")
+	}
+}
+
+// Random cancellations with tasks spread over two loops: every value
+// whose Send succeeded is received exactly once.
+func TestStressSeveralLoopsDeliverEachSentValueExactlyOnce(t *testing.T) {
+	for _, capacity := range []int{0, 2} {
+		led := newLedger()
+		var next atomic.Int64
+		run(t, func(wt *weft.Task) {
+			c := weft.NewChan[int](capacity)
+			var sem = weft.NewSemaphore(3)
+			producer := func(wt *weft.Task) (struct{}, error) {
+				for range 40 {
+					v := int(next.Add(1))
+					if err := c.Send(wt, v); err != nil {
+						return struct{}{}, nil
+					}
+					led.didSend(v)
+				}
+				return struct{}{}, nil
+			}
+			consumer := func(wt *weft.Task) (struct{}, error) {
+				for {
+					if err := sem.Acquire(wt, 1); err != nil {
+						return struct{}{}, nil
+					}
+					v, err := c.Recv(wt)
+					sem.Release(1)
+					if err != nil {
+						return struct{}{}, nil
+					}
+					led.didGet(v)
+				}
+			}
+			rng := rand.New(rand.NewPCG(uint64(capacity), 3))
+			var all []*weft.Promise[struct{}] // every task started
+			start := func(f func(*weft.Task) (struct{}, error)) *weft.Promise[struct{}] {
+				k := rng.IntN(2) // each task on either loop
+				p := weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+					weft.PinTo(wt, k)
+					return f(wt)
+				})
+				all = append(all, p)
+				return p
+			}
+			var live []*weft.Promise[struct{}]
+			for range 4 {
+				live = append(live, start(producer), start(consumer))
+			}
+			for range 300 {
+				i := rng.IntN(len(live))
+				live[i].Cancel()
+				if rng.IntN(2) == 0 {
+					live[i] = start(producer)
+				} else {
+					live[i] = start(consumer)
+				}
+				wt.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond)
+			}
+			for _, p := range live {
+				p.Cancel()
+			}
+			for _, p := range all {
+				p.Await(wt) // the cancelled ones too: they may still give a value back
+			}
+			c.Close()
+			for {
+				v, ok := c.TryRecv()
+				if !ok {
+					break
+				}
+				led.didGet(v)
+			}
+			if sem.Available() != 3 {
+				t.Errorf("semaphore: %d permits available, want 3", sem.Available())
+			}
+		}, weft.WithLoops(2))
+		led.check(t)
+	}
+}
+
+func TestSendWaitIntoARunOfSeveralLoops(t *testing.T) {
+	c := weft.NewChan[int](16)
+	sum, err := weft.Run(func(wt *weft.Task) (int, error) {
+		_, done := weft.NewPromiseExternal[struct{}](wt)
+		go func() {
+			defer done(struct{}{}, nil)
+			for i := 1; i <= 1000; i++ {
+				c.SendWait(context.Background(), i)
+			}
+			c.Close()
+		}()
+		// The receiver on the other loop than main's.
+		return weft.Go(wt, func(wt *weft.Task) (int, error) {
+			weft.PinTo(wt, 1)
+			s := 0
+			for v, err := range c.All(wt) {
+				if err != nil {
+					return 0, err
+				}
+				s += v
+			}
+			return s, nil
+		}).Await(wt)
+	}, weft.WithLoops(2))
+	if sum != 500500 || err != nil {
+		t.Fatalf("Run = %d, %v", sum, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
 
 func TestMutexSuspendsTheTaskNotTheLoop(t *testing.T) {
@@ -196,3 +197,9 @@ func TestMutexExcludesTasksOfTwoRuns(t *testing.T) {
 		}
 	})
 }
+
+// The lock beside its Go twin.
+
+func BenchmarkWeftMutex(b *testing.B) { benchmarks.WeftMutex(b) }
+
+func BenchmarkSyncMutex(b *testing.B) { benchmarks.SyncMutex(b) }

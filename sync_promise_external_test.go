@@ -28,28 +28,6 @@ func TestExternalPromiseSettledLaterByAGoroutineIsNotADeadlock(t *testing.T) {
 	}
 }
 
-// NewPromise keeps its semantics: a goroutine that will settle it later
-// does not keep Run alive.
-func TestPlainPromiseSettledByAGoroutineLaterIsStillADeadlock(t *testing.T) {
-	release := make(chan struct{})
-	done := make(chan struct{})
-	_, err := weft.Run(func(wt *weft.Task) (int, error) {
-		p, settle := weft.NewPromise[int]()
-		go func() {
-			defer close(done)
-			<-release
-			settle(1, nil)
-		}()
-		return p.Await(wt)
-	})
-	close(release)
-	<-done
-	var d *weft.DeadlockError
-	if !errors.As(err, &d) {
-		t.Fatalf("Run = %v, want a deadlock", err)
-	}
-}
-
 func TestExternalPromiseStopsKeepingRunAliveWhenItsTaskFinishes(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan struct{})

@@ -123,10 +123,3 @@ func TestClosingTheLastSubscriptionRestoresTheDefault(t *testing.T) {
 		t.Fatalf("helper ended with %v, want death by SIGTERM\n%s", err, out)
 	}
 }
-
-func errString(err error) string {
-	if err == nil {
-		return "<nil>"
-	}
-	return err.Error()
-}

@@ -118,3 +118,32 @@ func TestTickerWithANonPositivePeriodPanics(t *testing.T) {
 		}
 	})
 }
+
+func TestTickerAndSelectTimeoutsWithSeveralLoopsInVirtualTime(t *testing.T) {
+	run(t, func(wt *weft.Task) {
+		start := wt.Now()
+		weft.Group(wt, func(g *weft.TaskGroup) error {
+			for i := range 4 {
+				g.Go(func(wt *weft.Task) error {
+					weft.PinTo(wt, i%2) // tickers on both loops
+					tk := wt.Ticker(time.Second)
+					for range 3 {
+						if _, err := tk.Recv(wt); err != nil {
+							return err
+						}
+					}
+					c := weft.NewChan[int](0)
+					i, err := weft.Select(wt, weft.RecvCase(c, nil), weft.AfterCase(time.Second))
+					if i != 1 || err != nil {
+						return errors.New("the timeout did not fire")
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+		if got := wt.Now().Sub(start); got != 4*time.Second {
+			t.Errorf("virtual time %v, want 4s", got)
+		}
+	}, vt, weft.WithLoops(2))
+}

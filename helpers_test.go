@@ -236,6 +236,19 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// needTiming skips a test that asserts a wall-clock speed or latency
+// unless WEFT_TIMING=1: such a test measures the machine as much as the
+// code, and fails on a loaded one, so CI never runs it. The property it
+// guards has a benchmark, or a test on virtual time, that CI does run.
+func needTiming(t *testing.T) {
+	t.Helper()
+	if os.Getenv("WEFT_TIMING") != "1" {
+		t.Skip("wall-clock timing test: set WEFT_TIMING=1 to run it")
+	}
+}
+
+// skipTimingUnderRace skips a test against the real clock under the race
+// detector, which slows everything tenfold.
 func skipTimingUnderRace(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing test: meaningless under the race detector")

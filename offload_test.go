@@ -330,6 +330,7 @@ func TestOffloadFunctionSeesTheDeadlineInItsContext(t *testing.T) {
 }
 
 func TestOffloadedCPUWorkDoesNotStarveTheLoop(t *testing.T) {
+	needTiming(t)
 	skipTimingUnderRace(t)
 	var lags []time.Duration
 	run(t, func(wt *weft.Task) {

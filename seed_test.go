@@ -447,6 +447,7 @@ func BenchmarkSchedYieldPingPong(b *testing.B) {
 }
 
 func TestAnHourOfVirtualTimeOver10kTasksTakesUnderASecond(t *testing.T) {
+	needTiming(t)
 	for _, m := range []struct {
 		name string
 		opts []weft.Option

@@ -269,7 +269,10 @@ func TestATaskUnderADeadlineIsHandedOver(t *testing.T) {
 	if deadlineErr != weft.ErrTimeout {
 		t.Fatalf("Timeout = %v, want ErrTimeout", deadlineErr)
 	}
-	if late > 200*time.Millisecond {
+	// Generous: a loaded machine can hold either loop back for a good part
+	// of the deadline. What counts is that the deadline reaches the moved
+	// task, and not seconds after it was due.
+	if late > 2*time.Second {
 		t.Fatalf("the deadline reached the moved task %v late", late)
 	}
 }

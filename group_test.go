@@ -395,7 +395,7 @@ func TestGroupWaitsForAllItsTasks(t *testing.T) {
 		if err != nil || len(done) != 3 {
 			t.Fatalf("Group = %v with %v done", err, done)
 		}
-	})
+	}, oneLoop) // the tasks append to done without a lock
 }
 
 func TestGroupFailureCancelsTheOthersAndTheBody(t *testing.T) {

@@ -3,6 +3,7 @@ package weft_test
 import (
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -63,18 +64,26 @@ func checkReport(t *testing.T, log string, recovered bool, cause string) {
 
 const stuckFor = 300 * time.Millisecond
 
+// The task is stuck for stuckFor from when it blocks (a release timed
+// from before the Run would leave it less on a loaded machine, where the
+// Run takes a while to start).
 func TestWatchdogReportsAGoChannelOperation(t *testing.T) {
 	ch := make(chan int)
-	go func() { time.Sleep(stuckFor); close(ch) }()
-	log, ok := stuckRun(t, func() { <-ch })
+	log, ok := stuckRun(t, func() {
+		go func() { time.Sleep(stuckFor); close(ch) }()
+		<-ch
+	})
 	checkReport(t, log, ok, "a Go channel operation")
 }
 
 func TestWatchdogReportsASyncLock(t *testing.T) {
 	var mu sync.Mutex
 	mu.Lock()
-	go func() { time.Sleep(stuckFor); mu.Unlock() }()
-	log, ok := stuckRun(t, func() { mu.Lock(); mu.Unlock() })
+	log, ok := stuckRun(t, func() {
+		go func() { time.Sleep(stuckFor); mu.Unlock() }()
+		mu.Lock()
+		mu.Unlock()
+	})
 	checkReport(t, log, ok, "a sync lock")
 }
 
@@ -94,24 +103,28 @@ func TestWatchdogReportsCPUWithoutCheckpoint(t *testing.T) {
 // TestWatchdogIsQuietForTasksThatGiveWay: sleeping, waiting and CPU work
 // with Checkpoints are no episode.
 func TestWatchdogIsQuietForTasksThatGiveWay(t *testing.T) {
+	// Under the race detector, slow Checkpoints of a lone task can be tens
+	// of milliseconds apart, and a loaded machine can stop the process for
+	// a good part of the default limit: the limit is 1 s, and the task
+	// computes for twice that, so that without its Checkpoints it would be
+	// reported.
+	const limit = time.Second
 	var log lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	_, err := weft.Run(func(t *weft.Task) (int, error) {
 		p := weft.Go(t, func(t *weft.Task) (int, error) {
-			for start := time.Now(); time.Since(start) < stuckFor; {
+			for start := time.Now(); time.Since(start) < 2*limit; {
 				if err := t.Checkpoint(); err != nil {
 					return 0, err
 				}
 			}
 			return 0, nil
 		})
-		if err := t.Sleep(stuckFor / 2); err != nil {
+		if err := t.Sleep(limit); err != nil {
 			return 0, err
 		}
 		return p.Await(t)
-		// Under the race detector, slow Checkpoints of a lone task can be
-		// tens of milliseconds apart: the limit is the default.
-	}, weft.WithWatchdog(weft.DefaultWatchdog), weft.WithLogger(logger))
+	}, weft.WithWatchdog(limit), weft.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +230,25 @@ func TestWatchdogReportsAShortBlockingCallEarly(t *testing.T) {
 	}
 	s := log.String()
 	t.Logf("log:\n%s", s)
-	if n := strings.Count(s, "level=WARN"); n != 1 {
-		t.Fatalf("%d reports, want 1: the querier's blocking read, once", n)
+	// One early report (held less than the limit), the querier's, however
+	// many reads it makes; none for the computer. On a loaded machine a
+	// read can outlast the limit: that is a full episode, reported as such.
+	early := 0
+	for _, line := range strings.Split(s, "\n") {
+		m := regexp.MustCompile(` for=(\S+) `).FindStringSubmatch(line)
+		if !strings.Contains(line, "level=WARN") || m == nil {
+			continue
+		}
+		if held, err := time.ParseDuration(m[1]); err != nil || held >= weft.DefaultWatchdog {
+			continue
+		}
+		early++
+		if !strings.Contains(line, "task=querier") {
+			t.Errorf("an early report of another task than the querier: %s", line)
+		}
+	}
+	if early != 1 {
+		t.Fatalf("%d early reports, want 1: the querier's blocking read, once", early)
 	}
 	for _, want := range []string{"task=querier", `cause="Go network I/O (IO wait): run the client that waits through weft.Blocking`} {
 		if !strings.Contains(s, want) {

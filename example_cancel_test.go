@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -61,30 +60,6 @@ func ExampleTimeout() {
 	// Timeout: weft: timeout true
 }
 
-func ExampleGroup() {
-	weft.Run(func(t *weft.Task) (struct{}, error) {
-		err := weft.Group(t, func(g *weft.TaskGroup) error {
-			g.Go(func(t *weft.Task) error {
-				if err := t.Sleep(time.Hour); err != nil {
-					fmt.Println("worker cancelled")
-					return err
-				}
-				return nil
-			})
-			g.Go(func(t *weft.Task) error {
-				t.Sleep(10 * time.Millisecond)
-				return errors.New("disk full")
-			})
-			return nil
-		})
-		fmt.Println("Group:", err)
-		return struct{}{}, nil
-	}, weft.WithVirtualTime(time.Unix(0, 0)))
-	// Output:
-	// worker cancelled
-	// Group: disk full
-}
-
 func ExampleTask_Protect() {
 	weft.Run(func(t *weft.Task) (struct{}, error) {
 		p := weft.Go(t, func(t *weft.Task) (int, error) {
@@ -104,30 +79,4 @@ func ExampleTask_Protect() {
 	// Output:
 	// goodbye sent: true
 	// true
-}
-
-// A CPU-bound loop that calls Checkpoint lets a timer task run in the
-// middle of it: the computation stops once the ticker has ticked three
-// times (bounded, in case the machine is very slow).
-func ExampleTask_Checkpoint() {
-	weft.Run(func(t *weft.Task) (struct{}, error) {
-		var ticks atomic.Int32 // atomic: with several loops the ticker may run on another
-		weft.Go(t, func(t *weft.Task) (struct{}, error) {
-			for i := 0; i < 3; i++ {
-				t.Sleep(time.Millisecond)
-				ticks.Add(1)
-			}
-			return struct{}{}, nil
-		})
-		sum := 0
-		for i := 0; i < 1<<30 && ticks.Load() < 3; i++ {
-			sum += i
-			if i%1000 == 0 {
-				t.Checkpoint() // the ticker runs here when its timer is due
-			}
-		}
-		fmt.Println("ticks while computing:", ticks.Load())
-		return struct{}{}, nil
-	})
-	// Output: ticks while computing: 3
 }

@@ -159,3 +159,27 @@ func ExampleTaskGroup_GoDaemon() {
 	}, weft.WithVirtualTime(time.Unix(0, 0)))
 	// Output: work done: true heartbeats: 3
 }
+
+func ExampleGroup() {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		err := weft.Group(t, func(g *weft.TaskGroup) error {
+			g.Go(func(t *weft.Task) error {
+				if err := t.Sleep(time.Hour); err != nil {
+					fmt.Println("worker cancelled")
+					return err
+				}
+				return nil
+			})
+			g.Go(func(t *weft.Task) error {
+				t.Sleep(10 * time.Millisecond)
+				return errors.New("disk full")
+			})
+			return nil
+		})
+		fmt.Println("Group:", err)
+		return struct{}{}, nil
+	}, weft.WithVirtualTime(time.Unix(0, 0)))
+	// Output:
+	// worker cancelled
+	// Group: disk full
+}

@@ -3,7 +3,6 @@ package weft_test
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"regexp"
 	"time"
 
@@ -42,25 +41,8 @@ func ExampleDump() {
 	// weft run N: 1 loop, 3 tasks
 	// loop 0: 3 tasks
 	//   task 1 "main" (weft_test.ExampleDump.func1): running; started at Run
-	//     task 2 "sleeper" (weft_test.ExampleDump.func1.1) parent 1: waiting on timer (Sleep, due in 59s, at 12:01:00.000) for 1s at example_obs_test.go:22; started at example_obs_test.go:20
-	//     task 3 "reader" (weft_test.ExampleDump.func1.2) parent 1: waiting on channel (Chan.Recv) for 1s at example_obs_test.go:26; started at example_obs_test.go:24
-}
-
-// A task's name shows in Dump, the watchdog's reports, traces and the
-// profiler label weft.task.
-func ExampleTask_SetName() {
-	weft.Run(func(t *weft.Task) (int, error) {
-		p := weft.Go(t, func(t *weft.Task) (int, error) {
-			fmt.Printf("before: %q\n", t.Name())
-			t.SetName("fetch example.com")
-			fmt.Printf("after: %q\n", t.Name())
-			return 0, nil
-		})
-		return p.Await(t)
-	})
-	// Output:
-	// before: ""
-	// after: "fetch example.com"
+	//     task 2 "sleeper" (weft_test.ExampleDump.func1.1) parent 1: waiting on timer (Sleep, due in 59s, at 12:01:00.000) for 1s at example_obs_test.go:21; started at example_obs_test.go:19
+	//     task 3 "reader" (weft_test.ExampleDump.func1.2) parent 1: waiting on channel (Chan.Recv) for 1s at example_obs_test.go:25; started at example_obs_test.go:23
 }
 
 // RunStats counts the tasks by state and what they wait on.
@@ -77,23 +59,4 @@ func ExampleRunStats() {
 	}, weft.WithLoops(1), weft.WithVirtualTime(time.Unix(0, 0)))
 	// Output:
 	// live 4, running 1, sleeping 3, spawned 4
-}
-
-// Tracing a run on a virtual clock; `weft trace run.json -o run.svg`
-// draws the file as a timeline.
-func ExampleWithTrace() {
-	f, err := os.CreateTemp("", "weft-trace-*.json")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	_, err = weft.Run(func(t *weft.Task) (int, error) {
-		t.SetName("main")
-		return 0, t.Sleep(time.Millisecond)
-	}, weft.WithTrace(f), weft.WithVirtualTime(time.Unix(0, 0)))
-	fmt.Println(err)
-	// Output:
-	// <nil>
 }

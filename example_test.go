@@ -3,7 +3,9 @@ package weft_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -177,4 +179,66 @@ func ExampleWithVirtualTime() {
 		return struct{}{}, nil
 	}, weft.WithVirtualTime(start))
 	// Output: 1:00AM
+}
+
+// A CPU-bound loop that calls Checkpoint lets a timer task run in the
+// middle of it: the computation stops once the ticker has ticked three
+// times (bounded, in case the machine is very slow).
+func ExampleTask_Checkpoint() {
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		var ticks atomic.Int32 // atomic: with several loops the ticker may run on another
+		weft.Go(t, func(t *weft.Task) (struct{}, error) {
+			for i := 0; i < 3; i++ {
+				t.Sleep(time.Millisecond)
+				ticks.Add(1)
+			}
+			return struct{}{}, nil
+		})
+		sum := 0
+		for i := 0; i < 1<<30 && ticks.Load() < 3; i++ {
+			sum += i
+			if i%1000 == 0 {
+				t.Checkpoint() // the ticker runs here when its timer is due
+			}
+		}
+		fmt.Println("ticks while computing:", ticks.Load())
+		return struct{}{}, nil
+	})
+	// Output: ticks while computing: 3
+}
+
+// A task's name shows in Dump, the watchdog's reports, traces and the
+// profiler label weft.task.
+func ExampleTask_SetName() {
+	weft.Run(func(t *weft.Task) (int, error) {
+		p := weft.Go(t, func(t *weft.Task) (int, error) {
+			fmt.Printf("before: %q\n", t.Name())
+			t.SetName("fetch example.com")
+			fmt.Printf("after: %q\n", t.Name())
+			return 0, nil
+		})
+		return p.Await(t)
+	})
+	// Output:
+	// before: ""
+	// after: "fetch example.com"
+}
+
+// Tracing a run on a virtual clock; `weft trace run.json -o run.svg`
+// draws the file as a timeline.
+func ExampleWithTrace() {
+	f, err := os.CreateTemp("", "weft-trace-*.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	_, err = weft.Run(func(t *weft.Task) (int, error) {
+		t.SetName("main")
+		return 0, t.Sleep(time.Millisecond)
+	}, weft.WithTrace(f), weft.WithVirtualTime(time.Unix(0, 0)))
+	fmt.Println(err)
+	// Output:
+	// <nil>
 }

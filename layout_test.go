@@ -3,10 +3,14 @@ package weft
 // The map of the package (DESIGN.md, "The core and the layers"), checked:
 // the table there places every file in a family, core or layer, and no
 // core file may use a name that only a layer file declares. A layer may
-// use the core; the core uses no layer.
+// use the core; the core uses no layer. The test files follow the same
+// map: each is named after the source file whose behaviour it tests.
 
 import (
+	"bufio"
+	"bytes"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"os"
@@ -227,5 +231,136 @@ func TestTheCoreUsesNoLayer(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// The operating systems and architectures a file name's suffix may name
+// (Go's list: go tool dist list, and the names Go reserves).
+var (
+	knownOS = strings.Fields("aix android darwin dragonfly freebsd hurd illumos ios js linux nacl netbsd openbsd plan9 solaris wasip1 windows zos")
+
+	knownArch = strings.Fields("386 amd64 amd64p32 arm armbe arm64 arm64be loong64 mips mipsle mips64 mips64le mips64p32 mips64p32le ppc ppc64 ppc64le riscv riscv64 s390 s390x sparc sparc64 wasm")
+)
+
+// trimSystem removes from a file's stem the suffixes that Go reads as a
+// build constraint (_GOOS, _GOARCH, _GOOS_GOARCH).
+func trimSystem(stem string) string {
+	parts := strings.Split(stem, "_")
+	n := len(parts)
+	if n > 2 && slices.Contains(knownOS, parts[n-2]) && slices.Contains(knownArch, parts[n-1]) {
+		return strings.Join(parts[:n-2], "_")
+	}
+	if n > 1 && (slices.Contains(knownOS, parts[n-1]) || slices.Contains(knownArch, parts[n-1])) {
+		return strings.Join(parts[:n-1], "_")
+	}
+	return stem
+}
+
+// fileHeader returns a Go file's package name and its //go:build
+// expression ("" without one).
+func fileHeader(t *testing.T, name string) (pkg, build string) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
+		line := strings.TrimSpace(sc.Text())
+		if constraint.IsGoBuild(line) {
+			if _, err := constraint.Parse(line); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			build = strings.TrimSpace(strings.TrimPrefix(line, "//go:build"))
+		}
+		if rest, ok := strings.CutPrefix(line, "package "); ok {
+			return strings.TrimSpace(rest), build
+		}
+	}
+	t.Fatalf("%s has no package clause", name)
+	return "", ""
+}
+
+// TestEveryTestFileIsNamedAfterWhatItTests checks the test files against
+// the map: a test file's stem (its name without _test.go, then without a
+// _GOOS/_GOARCH suffix, then without _internal) names a source file (its
+// stem, or its stem without a _GOOS/_GOARCH, _unix or _other suffix), so
+// that a feature's tests are found beside its source. A file whose stem
+// ends in _unix or _other, as the source's do (loops_unix_test.go beside
+// loops_test.go), carries a //go:build line saying so. The other names are the package's own: helpers (the
+// helpers that several features' tests use) and its variants for one
+// build (helpers_unix, helpers_race..., each with a //go:build line),
+// export and export_<family or source> (what the internal package
+// exports to the external tests), main (TestMain), layout (this file),
+// example and example_<family or source>. A file of package weft, the
+// internal tests, is named _internal_test.go (export and layout are
+// internal too, by their names); the others are package weft_test.
+func TestEveryTestFileIsNamedAfterWhatItTests(t *testing.T) {
+	fams := readMap(t)
+	stems := map[string]bool{}
+	for _, name := range sourceFiles(t) {
+		stem := strings.TrimSuffix(name, ".go")
+		stems[stem] = true
+		base := trimSystem(stem)
+		for _, suffix := range []string{"_unix", "_other"} {
+			base = strings.TrimSuffix(base, suffix)
+		}
+		stems[base] = true
+	}
+	// A family or a source file: what example_X and export_X may name.
+	known := func(s string) bool {
+		return stems[s] || slices.ContainsFunc(fams, func(f family) bool { return f.name == s })
+	}
+	tests, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) == 0 {
+		t.Fatal("no test files")
+	}
+	for _, name := range tests {
+		pkg, build := fileHeader(t, name)
+		stem := trimSystem(strings.TrimSuffix(name, "_test.go"))
+		internal := false
+		if s, ok := strings.CutSuffix(stem, "_internal"); ok {
+			stem, internal = s, true
+		}
+		for _, suffix := range []string{"_unix", "_other"} {
+			if strings.HasSuffix(stem, suffix) && (build == "" || suffix == "_unix" && !strings.Contains(build, "unix")) {
+				t.Errorf("%s: a %s file carries a //go:build line that says so (it has %q)", name, suffix, build)
+			}
+		}
+		ok := false
+		switch {
+		case stem == "helpers", stem == "main", stem == "layout", stem == "export", stem == "example":
+			ok = true
+		case strings.HasPrefix(stem, "helpers_"):
+			ok = build != ""
+			if !ok {
+				t.Errorf("%s: a helpers file for one build has a //go:build line that says which", name)
+				continue
+			}
+		case strings.HasPrefix(stem, "example_"):
+			ok = known(strings.TrimPrefix(stem, "example_"))
+		case strings.HasPrefix(stem, "export_"):
+			ok = known(strings.TrimPrefix(stem, "export_"))
+		case stems[stem]:
+			ok = true
+		default:
+			for _, suffix := range []string{"_unix", "_other"} {
+				if s, cut := strings.CutSuffix(stem, suffix); cut && stems[s] {
+					ok = true
+				}
+			}
+		}
+		if !ok {
+			t.Errorf("%s names no source file, family or helper file: a feature's tests go in the _test.go named after its source file (DESIGN.md, \"The core and the layers\")", name)
+		}
+		wantInternal := internal || stem == "export" || strings.HasPrefix(stem, "export_") || stem == "layout"
+		switch {
+		case wantInternal && pkg != "weft":
+			t.Errorf("%s is package %s: internal tests (package weft) are the _internal_test.go files", name, pkg)
+		case !wantInternal && pkg != "weft_test":
+			t.Errorf("%s is package %s: a test of package weft is named <file>_internal_test.go", name, pkg)
+		}
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,24 +32,6 @@ func listenEcho(t *testing.T, wt *weft.Task, network, address string) *weft.List
 		return struct{}{}, echo.Serve(wt, ln)
 	})
 	return ln
-}
-
-func mustListen(t *testing.T, wt *weft.Task, network, address string) *weft.Listener {
-	t.Helper()
-	ln, err := weft.Listen(wt, network, address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
-func mustDial(t *testing.T, wt *weft.Task, network, address string) *weft.Conn {
-	t.Helper()
-	c, err := weft.Dial(wt, network, address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 func mustListenPacket(t *testing.T, wt *weft.Task, network, address string) *weft.PacketConn {
@@ -367,14 +351,17 @@ func TestCancelWakesDial(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
 		run(t, func(wt *weft.Task) {
 			// 192.0.2.0/24 is TEST-NET-1: nothing answers, so the connect hangs
-			// (or fails at once where the route is missing).
+			// (or fails at once where the route is missing, or where a host
+			// of a test network has that address and refuses: a sandbox's
+			// gateway may be 192.0.2.1, and its refusal can come before the
+			// Cancel on a loaded machine).
 			p := weft.Go(wt, func(wt *weft.Task) (*weft.Conn, error) { return weft.Dial(wt, "tcp", "192.0.2.1:80") })
 			p.Cancel()
 			_, err := p.Await(wt)
 			if err == nil {
 				t.Fatal("Dial to TEST-NET-1 succeeded")
 			}
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, syscall.ENETUNREACH) && !errors.Is(err, syscall.EHOSTUNREACH) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, syscall.ENETUNREACH) && !errors.Is(err, syscall.EHOSTUNREACH) && !errors.Is(err, syscall.ECONNREFUSED) {
 				t.Fatalf("Dial after Cancel = %v", err)
 			}
 		}, opts...)
@@ -478,95 +465,398 @@ func TestStalledPeerMakesTheWriterWaitNotBuffer(t *testing.T) {
 	})
 }
 
-func TestPipeReadWriteAndEOF(t *testing.T) {
+func TestAcceptedConnectionsAreServedOnEveryLoopAndCloseCleanly(t *testing.T) {
+	noGC(t)
+	before := openFDs(t)
+	var mu sync.Mutex
+	servedOn := map[int]int{}
+	run(t, func(wt *weft.Task) {
+		ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+		server := spawn(wt, func(wt *weft.Task) {
+			weft.Group(wt, func(g *weft.TaskGroup) error {
+				g.Handle(func(err error) { t.Errorf("connection: %v", err) })
+				for {
+					c, err := ln.Accept(wt)
+					if err != nil {
+						return err
+					}
+					g.Go(func(wt *weft.Task) error {
+						defer c.Close()
+						buf := make([]byte, 64)
+						for {
+							n, err := c.Read(wt, buf)
+							if err == io.EOF {
+								return nil
+							}
+							if err != nil {
+								return err
+							}
+							mu.Lock()
+							servedOn[wt.Loop()]++
+							mu.Unlock()
+							if _, err := c.Write(wt, buf[:n]); err != nil {
+								return err
+							}
+						}
+					})
+				}
+			})
+		})
+		_, err := weft.Offload(wt, func() (struct{}, error) {
+			var wg sync.WaitGroup
+			errs := make(chan error, 32)
+			for i := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", ln.Addr().String())
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer c.Close()
+					for j := range 50 {
+						msg := []byte(fmt.Sprintf("conn %d msg %d", i, j))
+						c.Write(msg)
+						got := make([]byte, len(msg))
+						if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+							errs <- fmt.Errorf("echo %q: %q, %v", msg, got, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			return struct{}{}, <-errs
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		ln.Close()
+		server.Await(wt)
+	}, weft.WithLoops(2))
+	if len(servedOn) != 2 {
+		t.Fatalf("connections were served on loops %v, not on both", servedOn)
+	}
+	if after := openFDs(t); after > before+2 {
+		t.Fatalf("%d descriptors left open", after-before)
+	}
+}
+
+// A read that drained the socket makes the next one wait for an edge
+// first (fd.go). Neither later data, nor a close that came with the
+// data already read, may be lost by that.
+func TestReadAfterDrainSeesLaterDataAndTheEnd(t *testing.T) {
 	backends(t, func(t *testing.T, opts ...weft.Option) {
-		r, w, err := weft.Pipe()
+		for _, closeAtOnce := range []bool{false, true} {
+			_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+				ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+				defer ln.Close()
+				addr := ln.Addr().String()
+				done := make(chan error, 1)
+				go func() {
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						done <- err
+						return
+					}
+					defer c.Close()
+					c.Write([]byte("abc"))
+					if closeAtOnce {
+						done <- nil
+						return // the close follows the data at once
+					}
+					time.Sleep(20 * time.Millisecond)
+					c.Write([]byte("def"))
+					time.Sleep(20 * time.Millisecond)
+					done <- nil
+				}()
+				c, err := ln.Accept(wt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if closeAtOnce {
+					// Let the data and the end both arrive before the
+					// first read.
+					wt.Sleep(20 * time.Millisecond)
+				}
+				var got []byte
+				buf := make([]byte, 1024)
+				for {
+					n, err := c.Read(wt, buf)
+					got = append(got, buf[:n]...)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				want := "abcdef"
+				if closeAtOnce {
+					want = "abc"
+				}
+				if string(got) != want {
+					t.Errorf("read %q, want %q", got, want)
+				}
+				// At the end, reads keep returning EOF.
+				if n, err := c.Read(wt, buf); n != 0 || err != io.EOF {
+					t.Errorf("read after EOF: %d, %v", n, err)
+				}
+				return struct{}{}, <-done
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Many connections send while their readers hold back: on io_uring the
+// received data waits in the ring's provided buffers, a connection stops
+// receiving when it holds its share, and when the ring runs dry reads fall
+// back to single receives. Every byte must still arrive, in order, and
+// connections made afterwards must work.
+func TestSlowReadersOnManyConnectionsLoseNothing(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		const conns, size = 60, 200 << 10
+		payloads := make([][]byte, conns)
+		for i := range payloads {
+			payloads[i] = make([]byte, size)
+			for j := range payloads[i] {
+				payloads[i][j] = byte(rand.IntN(256))
+			}
+		}
+		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+			defer ln.Close()
+			addr := ln.Addr().String()
+			var wg sync.WaitGroup
+			for i := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer c.Close()
+					c.Write([]byte{byte(i)})
+					c.Write(payloads[i])
+				}()
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			err := weft.Group(wt, func(g *weft.TaskGroup) error {
+				for range conns {
+					c, err := ln.Accept(wt)
+					if err != nil {
+						return err
+					}
+					g.Go(func(wt *weft.Task) error {
+						defer c.Close()
+						wt.Sleep(100 * time.Millisecond) // hold back while the data arrives
+						got, err := io.ReadAll(c.ReadWriter(wt))
+						if err != nil {
+							return err
+						}
+						if len(got) != size+1 || !bytes.Equal(got[1:], payloads[got[0]]) {
+							t.Errorf("connection %d: %d bytes, or not the ones sent", got[0], len(got))
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			// The buffers went back: new connections still echo.
+			echoLn := listenEcho(t, wt, "tcp", "127.0.0.1:0")
+			defer echoLn.Close()
+			for range 3 {
+				c := mustDial(t, wt, "tcp", echoLn.Addr().String())
+				if err := roundTrip(wt, c, bytes.Repeat([]byte("after"), 1000)); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			}
+			return struct{}{}, nil
+		}, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer r.Close()
-		var got []string
+	})
+}
+
+// The README's echo server: a client that resets its connection must not
+// stop it.
+func TestREADMEServerSurvivesAClientReset(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		var failures int
+		logger := slog.New(slog.DiscardHandler)
 		run(t, func(wt *weft.Task) {
-			weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
-				defer w.Close()
-				for _, m := range []string{"one", "two"} {
-					wt.Sleep(5 * time.Millisecond)
-					if _, err := w.Write(wt, []byte(m)); err != nil {
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+			server := weft.Go(wt, func(t *weft.Task) (struct{}, error) {
+				return struct{}{}, weft.Group(t, func(g *weft.TaskGroup) error {
+					g.Handle(func(err error) { failures++; logger.Warn("connection failed", "err", err) })
+					for {
+						c, err := ln.Accept(t)
+						if err != nil {
+							return err
+						}
+						g.Go(func(t *weft.Task) error {
+							defer c.Close()
+							_, err := io.Copy(c.ReadWriter(t), c.ReadWriter(t))
+							return err
+						})
+					}
+				})
+			})
+			_, err := weft.Offload(wt, func() (struct{}, error) {
+				// A client that resets: unread data plus SO_LINGER 0.
+				bad, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					return struct{}{}, err
+				}
+				bad.Write(bytes.Repeat([]byte("x"), 1<<20))
+				bad.(*net.TCPConn).SetLinger(0)
+				bad.Close()
+				// Then a good client, twice.
+				for range 2 {
+					c, err := net.Dial("tcp", ln.Addr().String())
+					if err != nil {
 						return struct{}{}, err
+					}
+					c.Write([]byte("still there?"))
+					got := make([]byte, 12)
+					_, err = io.ReadFull(c, got)
+					c.Close()
+					if err != nil || string(got) != "still there?" {
+						return struct{}{}, errors.New("the server stopped echoing after a client reset")
 					}
 				}
 				return struct{}{}, nil
 			})
-			buf := make([]byte, 16)
-			for {
-				n, err := r.Read(wt, buf)
-				if err == io.EOF {
-					got = append(got, "eof")
-					return
-				}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.Close()
+			if _, err := server.Await(wt); !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("server ended with %v", err)
+			}
+		}, opts...)
+		if failures != 1 {
+			t.Logf("%d connection failures handled (the reset may race the echo)", failures)
+		}
+	})
+}
+
+// A client that connects and resets before the server's Accept returns:
+// the accepted Conn still has the peer's address (accept4 gave it; asking
+// getpeername afterwards fails with ENOTCONN), never a nil RemoteAddr.
+func TestAcceptAfterPeerResetKeepsRemoteAddr(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		run(t, func(wt *weft.Task) {
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+			defer ln.Close()
+			badAddr, err := weft.Offload(wt, func() (string, error) {
+				bad, err := net.Dial("tcp", ln.Addr().String())
 				if err != nil {
+					return "", err
+				}
+				addr := bad.LocalAddr().String()
+				bad.(*net.TCPConn).SetLinger(0)
+				bad.Close() // RST while the connection waits in the backlog
+				return addr, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt.Sleep(50 * time.Millisecond) // let the reset reach the server's socket
+			c, err := ln.Accept(wt)
+			if err != nil {
+				t.Fatalf("Accept: %v", err)
+			}
+			defer c.Close()
+			ra := c.RemoteAddr()
+			if ra == nil {
+				t.Fatal("RemoteAddr of a connection reset before Accept is nil")
+			}
+			if got := ra.String(); got != badAddr {
+				t.Fatalf("RemoteAddr = %q, want the client's address %q", got, badAddr)
+			}
+			if c.LocalAddr() == nil {
+				t.Fatal("LocalAddr is nil")
+			}
+		}, opts...)
+	})
+}
+
+func TestReadsUnderARacingTimeoutLoseNoBytes(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		const total = 2 << 20
+		sent := make([]byte, total)
+		for i := range sent {
+			sent[i] = byte(rand.IntN(256))
+		}
+		var got bytes.Buffer
+		timeouts := 0
+		run(t, func(wt *weft.Task) {
+			ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+			defer ln.Close()
+			// The writer is a plain goroutine, writing in bursts.
+			weft.Go(wt, func(wt *weft.Task) (int, error) {
+				return weft.Offload(wt, func() (int, error) {
+					c, err := net.Dial("tcp", ln.Addr().String())
+					if err != nil {
+						return 0, err
+					}
+					defer c.Close()
+					for off := 0; off < total; {
+						n := min(total-off, 1+rand.IntN(64<<10))
+						if _, err := c.Write(sent[off : off+n]); err != nil {
+							return 0, err
+						}
+						off += n
+						time.Sleep(time.Duration(rand.IntN(100)) * time.Microsecond)
+					}
+					return 0, nil
+				})
+			})
+			c, err := ln.Accept(wt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				d := time.Duration(rand.IntN(200)) * time.Microsecond
+				n, err := weft.Timeout(wt, d, func(wt *weft.Task) (int, error) { return c.Read(wt, buf) })
+				got.Write(buf[:n])
+				switch {
+				case err == nil:
+				case err == weft.ErrTimeout:
+					if n != 0 {
+						t.Fatalf("ErrTimeout with %d bytes", n)
+					}
+					timeouts++
+				case errors.Is(err, io.EOF):
+					return
+				default:
 					t.Fatal(err)
 				}
-				got = append(got, string(buf[:n]))
 			}
 		}, opts...)
-		if strings.Join(got, ",") != "one,two,eof" {
-			t.Fatalf("read %v", got)
+		if !bytes.Equal(got.Bytes(), sent) {
+			t.Fatalf("received %d bytes of %d, or not the same ones (%d timeouts)", got.Len(), total, timeouts)
 		}
-		if r.Fd() < 0 {
-			t.Fatal("no fd")
-		}
-	})
-}
-
-func TestWriteToAPipeWithNoReaderIsEPIPE(t *testing.T) {
-	backends(t, func(t *testing.T, opts ...weft.Option) {
-		r, w, err := weft.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		defer w.Close()
-		run(t, func(wt *weft.Task) {
-			if _, err := w.Write(wt, []byte("nobody listens")); !errors.Is(err, syscall.EPIPE) {
-				t.Fatalf("Write = %v", err)
-			}
-		}, opts...)
-	})
-}
-
-func TestCloseWakesAPipeReader(t *testing.T) {
-	backends(t, func(t *testing.T, opts ...weft.Option) {
-		r, w, err := weft.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		run(t, func(wt *weft.Task) {
-			p := weft.Go(wt, func(wt *weft.Task) (int, error) { return r.Read(wt, make([]byte, 8)) })
-			go r.Close()
-			if _, err := p.Await(wt); !errors.Is(err, os.ErrClosed) {
-				t.Fatalf("Read after Close = %v", err)
-			}
-		}, opts...)
-	})
-}
-
-func TestFilesGoThroughOffload(t *testing.T) {
-	dir := t.TempDir()
-	run(t, func(wt *weft.Task) {
-		if _, err := weft.ReadFile(wt, filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("ReadFile(missing) = %v", err)
-		}
-		name := filepath.Join(dir, "f")
-		if err := weft.WriteFile(wt, name, []byte("contents"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if b, err := weft.ReadFile(wt, name); err != nil || string(b) != "contents" {
-			t.Fatalf("ReadFile = %q, %v", b, err)
-		}
-		if err := weft.WriteFile(wt, filepath.Join(dir, "no", "such", "dir"), nil, 0o600); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("WriteFile into a missing directory = %v", err)
+		if timeouts == 0 {
+			t.Log("no read timed out: the deadlines never raced")
 		}
 	})
 }

@@ -72,32 +72,6 @@ func TestAwaitReturnsTheTasksErrorItself(t *testing.T) {
 	})
 }
 
-func TestPanicBecomesPanicErrorAndTheLoopGoesOn(t *testing.T) {
-	errInside := errors.New("inside")
-	run(t, func(wt *weft.Task) {
-		p := weft.Go(wt, func(wt *weft.Task) (int, error) { panicking(); return 0, nil })
-		_, err := p.Await(wt)
-		var pe *weft.PanicError
-		if !errors.As(err, &pe) || pe.Value != "kaboom" {
-			t.Fatalf("Await = %v", err)
-		}
-		if !strings.Contains(string(pe.Stack), "panicking") {
-			t.Errorf("stack does not show the panicking function:\n%s", pe.Stack)
-		}
-		q := weft.Go(wt, func(wt *weft.Task) (int, error) { panic(errInside) })
-		if _, err := q.Await(wt); !errors.Is(err, errInside) {
-			t.Errorf("panic(err) not unwrapped: %v", err)
-		}
-		// The loop still runs tasks.
-		r := weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Sleep(time.Millisecond); return 5, nil })
-		if v, _ := r.Await(wt); v != 5 {
-			t.Errorf("after panics, task returned %d", v)
-		}
-	})
-}
-
-func panicking() { panic("kaboom") }
-
 func TestNewPromiseSettlesOnceFirstResultStays(t *testing.T) {
 	p, settle := weft.NewPromise[string]()
 	if p.Settled() {
@@ -161,89 +135,6 @@ func TestSettleRacingFromManyGoroutines(t *testing.T) {
 	})
 }
 
-func TestAllReturnsValuesInPromiseOrder(t *testing.T) {
-	run(t, func(wt *weft.Task) {
-		var ps []*weft.Promise[string]
-		for _, x := range []struct {
-			s string
-			d time.Duration
-		}{{"a", 20}, {"b", 5}, {"c", 10}} {
-			ps = append(ps, weft.Go(wt, func(wt *weft.Task) (string, error) {
-				wt.Sleep(x.d * time.Millisecond)
-				return x.s, nil
-			}))
-		}
-		vals, err := weft.All(wt, ps...)
-		if err != nil || strings.Join(vals, "") != "abc" {
-			t.Fatalf("All = %v, %v", vals, err)
-		}
-		if vals, err := weft.All[string](wt); err != nil || len(vals) != 0 {
-			t.Fatalf("All() = %v, %v", vals, err)
-		}
-	})
-}
-
-func TestAllReturnsTheFirstFailureInCompletionOrder(t *testing.T) {
-	errSlow, errFast := errors.New("slow"), errors.New("fast")
-	run(t, func(wt *weft.Task) {
-		slow := weft.Go(wt, func(wt *weft.Task) (int, error) {
-			wt.Sleep(40 * time.Millisecond)
-			return 0, errSlow
-		})
-		fast := weft.Go(wt, func(wt *weft.Task) (int, error) {
-			wt.Sleep(10 * time.Millisecond)
-			return 0, errFast
-		})
-		ok := weft.Go(wt, func(wt *weft.Task) (int, error) { return 1, nil })
-		_, err := weft.All(wt, slow, fast, ok)
-		if err != errFast {
-			t.Fatalf("All = %v, want the fast failure", err)
-		}
-		if slow.Settled() {
-			t.Fatal("All waited for the slower failure")
-		}
-		slow.Await(wt) // observe it, so Run reports nothing
-	})
-}
-
-func TestRaceReturnsTheFirstAndLeavesTheOthersRunning(t *testing.T) {
-	finished := 0
-	run(t, func(wt *weft.Task) {
-		mk := func(name string, d time.Duration) *weft.Promise[string] {
-			return weft.Go(wt, func(wt *weft.Task) (string, error) {
-				wt.Sleep(d)
-				finished++
-				return name, nil
-			})
-		}
-		v, err := weft.Race(wt, mk("tortoise", 30*time.Millisecond), mk("hare", 5*time.Millisecond))
-		if v != "hare" || err != nil {
-			t.Fatalf("Race = %q, %v", v, err)
-		}
-		if finished != 1 {
-			t.Fatalf("%d finished when the race was decided", finished)
-		}
-	})
-	if finished != 2 {
-		t.Fatalf("the loser did not run on: %d finished", finished)
-	}
-}
-
-func TestRaceOfSettledPromisesPicksTheFirstArgument(t *testing.T) {
-	run(t, func(wt *weft.Task) {
-		a, settleA := weft.NewPromise[int]()
-		b, settleB := weft.NewPromise[int]()
-		settleB(2, nil)
-		settleA(1, nil)
-		if v, _ := weft.Race(wt, a, b); v != 1 {
-			t.Fatalf("Race = %d", v)
-		}
-		if _, err := weft.Race[int](wt); err == nil {
-			t.Fatal("Race() returned no error")
-		}
-	})
-}
-
 func TestNilPromiseIsAProgrammingError(t *testing.T) {
 	run(t, func(wt *weft.Task) {
 		defer func() {
@@ -253,4 +144,82 @@ func TestNilPromiseIsAProgrammingError(t *testing.T) {
 		}()
 		weft.All[int](wt, nil)
 	})
+}
+
+func TestSettleOnTheSameLoopRunsTheWaiterBeforeTheSettlerGoesOn(t *testing.T) {
+	var order []string
+	run(t, func(wt *weft.Task) {
+		p, settle := weft.NewPromise[string]()
+		waiter := spawn(wt, func(wt *weft.Task) {
+			v, _ := p.Await(wt)
+			order = append(order, "waiter got "+v)
+		})
+		settle("v", nil)
+		wt.Yield()
+		order = append(order, "settler went on")
+		waiter.Await(wt)
+	}, oneLoop)
+	if got := strings.Join(order, ", "); got != "waiter got v, settler went on" {
+		t.Fatalf("order: %s", got)
+	}
+}
+
+func TestWaiterWokenWithAValueKeepsItWhenCancelledBeforeItRuns(t *testing.T) {
+	run(t, func(wt *weft.Task) {
+		p, settle := weft.NewPromise[string]()
+		var v string
+		var err error
+		waiter := weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
+			v, err = p.Await(wt)
+			return struct{}{}, nil
+		})
+		settle("given", nil)
+		waiter.Cancel() // before the waiter runs
+		waiter.Await(wt)
+		if v != "given" || err != nil {
+			t.Fatalf("Await = %q, %v", v, err)
+		}
+	})
+}
+
+func TestNilArgumentsPanicWithWeftMessages(t *testing.T) {
+	var nilPromise *weft.Promise[int]
+	run(t, func(wt *weft.Task) {
+		checks := map[string]func(){
+			"Await":           func() { nilPromise.Await(wt) },
+			"All":             func() { weft.All(wt, nilPromise) },
+			"Race":            func() { weft.Race(wt, nilPromise) },
+			"Cancel":          func() { nilPromise.Cancel() },
+			"CancelWithCause": func() { nilPromise.CancelWithCause(nil) },
+			"Go":              func() { weft.Go(nil, func(*weft.Task) (int, error) { return 0, nil }) },
+		}
+		for op, f := range checks {
+			msg := panicMessage(f)
+			if !strings.HasPrefix(msg, "weft: ") || !strings.Contains(msg, "nil") {
+				t.Errorf("%s with nil: panic %q", op, msg)
+			}
+		}
+	})
+}
+
+// NewPromise keeps its semantics: a goroutine that will settle it later
+// does not keep Run alive.
+func TestPlainPromiseSettledByAGoroutineLaterIsStillADeadlock(t *testing.T) {
+	release := make(chan struct{})
+	done := make(chan struct{})
+	_, err := weft.Run(func(wt *weft.Task) (int, error) {
+		p, settle := weft.NewPromise[int]()
+		go func() {
+			defer close(done)
+			<-release
+			settle(1, nil)
+		}()
+		return p.Await(wt)
+	})
+	close(release)
+	<-done
+	var d *weft.DeadlockError
+	if !errors.As(err, &d) {
+		t.Fatalf("Run = %v, want a deadlock", err)
+	}
 }

@@ -1,266 +1,228 @@
 package weft_test
 
 import (
-	"strings"
-	"sync"
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
 
-// run is Run for tests whose main returns nothing: it fails the test on an
-// error.
-func run(t *testing.T, main func(t *weft.Task), opts ...weft.Option) {
-	t.Helper()
-	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
-		main(wt)
-		return struct{}{}, nil
-	}, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+// Each weft benchmark sits beside its Go-native twin; `cd bench && go run .
+// core` prints them side by side with the ratios.
 
-// oneLoop marks a test that checks one loop's exact order (or shares state
-// between tasks without locks, as tasks of one loop may): it runs on one
-// loop whatever WEFT_LOOPS says.
-var oneLoop = weft.WithLoops(1)
+func BenchmarkCheckpoint(b *testing.B) { benchmarks.Checkpoint(b) }
 
-// spawn starts f as a task that returns nothing.
-func spawn(t *weft.Task, f func(t *weft.Task)) *weft.Promise[struct{}] {
-	return weft.Go(t, func(t *weft.Task) (struct{}, error) {
-		f(t)
-		return struct{}{}, nil
-	})
-}
+func BenchmarkGosched(b *testing.B) { benchmarks.Gosched(b) }
 
-func TestRunReturnsMainsValueAndError(t *testing.T) {
-	v, err := weft.Run(func(t *weft.Task) (string, error) { return "hello", nil })
-	if v != "hello" || err != nil {
-		t.Fatalf("Run = %q, %v", v, err)
-	}
-}
+// Tests of the scheduler against the real clock. Their bounds are generous
+// (medians, several times the expected value) and they skip under the race
+// detector, which slows everything tenfold. Those that assert a latency
+// run only with WEFT_TIMING=1: a loaded machine fails them, and
+// TestEveryTickIsServedWithinOneUnitBesideSeveralCPUTasks
+// (sched_internal_test.go) checks the same on virtual time.
 
-func TestRunWaitsForTasksNobodyAwaited(t *testing.T) {
-	var log []string
+func TestTimerTaskIsResumedPromptlyBesideFourCPUTasks(t *testing.T) {
+	needTiming(t)
+	skipTimingUnderRace(t)
+	var stop atomic.Bool
+	var lags []time.Duration
+	var work []int
 	run(t, func(wt *weft.Task) {
-		spawn(wt, func(wt *weft.Task) {
-			wt.Sleep(30 * time.Millisecond)
-			log = append(log, "orphan done")
-		})
-		log = append(log, "main done")
-	})
-	if strings.Join(log, ",") != "main done,orphan done" {
-		t.Fatalf("log = %v", log)
+		var cpu []*weft.Promise[int]
+		for i := 0; i < 4; i++ {
+			cpu = append(cpu, weft.Go(wt, spin(&stop)))
+		}
+		for i := 0; i < 200; i++ {
+			want := time.Now().Add(time.Millisecond)
+			wt.Sleep(time.Millisecond)
+			lags = append(lags, time.Since(want))
+		}
+		stop.Store(true)
+		work, _ = weft.All(wt, cpu...)
+	}, weft.WithSwitchInterval(5*time.Millisecond))
+	slices.Sort(lags)
+	if median := lags[len(lags)/2]; median > time.Millisecond {
+		t.Fatalf("median timer lag %v beside four CPU tasks (p90 %v)", median, lags[len(lags)*9/10])
+	}
+	for i, w := range work {
+		if w < 10 {
+			t.Fatalf("CPU task %d made no progress: %v", i, work)
+		}
 	}
 }
 
-func TestGoRunsTheChildFirst(t *testing.T) {
-	var log []string
+func TestCPUTasksShareTheLoop(t *testing.T) {
+	skipTimingUnderRace(t)
+	var stop atomic.Bool
+	var work []int
 	run(t, func(wt *weft.Task) {
-		log = append(log, "parent before")
-		spawn(wt, func(*weft.Task) { log = append(log, "child") })
-		log = append(log, "parent after")
-	})
-	if got := strings.Join(log, ","); got != "parent before,child,parent after" {
-		t.Fatalf("order = %s", got)
+		a, b := weft.Go(wt, spin(&stop)), weft.Go(wt, spin(&stop))
+		wt.Sleep(200 * time.Millisecond)
+		stop.Store(true)
+		work, _ = weft.All(wt, a, b)
+	}, weft.WithSwitchInterval(time.Millisecond))
+	total := work[0] + work[1]
+	for i, w := range work {
+		if w*4 < total {
+			t.Fatalf("task %d got %d of %d units: not a fair share", i, w, total)
+		}
 	}
 }
 
-func TestRunQueueIsFIFOAndYieldGoesToTheBack(t *testing.T) {
-	var log []string
-	worker := func(name string) func(*weft.Task) {
-		return func(wt *weft.Task) {
-			for i := 1; i <= 3; i++ {
-				log = append(log, name+string(rune('0'+i)))
+func TestBatchLaneProgressesBesideAlwaysRunnableTasks(t *testing.T) {
+	skipTimingUnderRace(t)
+	t.Run("default", func(t *testing.T) { batchLaneProgresses(t) })
+	// More loops than cores, each kept busy by a task that never waits:
+	// the CPU task's Gosched can leave its loop off a processor for a Go
+	// time slice, which must not count as the task's use of the loop (it
+	// was sent to the batch lane after every Gosched and starved there).
+	t.Run("more-loops-than-cores", func(t *testing.T) {
+		batchLaneProgresses(t, weft.WithLoops(2*runtime.GOMAXPROCS(0)))
+	})
+}
+
+func TestBudgetMakesATaskWithReadyResultsYield(t *testing.T) {
+	var seen []int
+	run(t, func(wt *weft.Task) {
+		ready := weft.Go(wt, func(*weft.Task) (int, error) { return 1, nil })
+		other := 0
+		weft.Go(wt, func(wt *weft.Task) (int, error) {
+			for i := 0; i < 10; i++ {
+				other++
 				wt.Yield()
 			}
-		}
-	}
-	run(t, func(wt *weft.Task) {
-		a := spawn(wt, worker("a"))
-		b := spawn(wt, worker("b"))
-		a.Await(wt)
-		b.Await(wt)
-	}, oneLoop)
-	// The OCaml runtime's order: a is queued again before b starts.
-	if got := strings.Join(log, " "); got != "a1 a2 b1 a3 b2 b3" {
-		t.Fatalf("order = %s", got)
-	}
-}
-
-func TestManyTasksRoundRobinInSpawnOrder(t *testing.T) {
-	const n, rounds = 50, 4
-	var log []int
-	run(t, func(wt *weft.Task) {
-		ps := make([]*weft.Promise[struct{}], n)
-		for i := range ps {
-			ps[i] = spawn(wt, func(wt *weft.Task) {
-				for r := 0; r < rounds; r++ {
-					wt.Yield()
-					log = append(log, i)
-				}
-			})
-		}
-		weft.All(wt, ps...)
-	}, oneLoop)
-	if len(log) != n*rounds {
-		t.Fatalf("%d steps, want %d", len(log), n*rounds)
-	}
-	// FIFO: tasks take their last step in the order they were spawned.
-	last := make([]int, n)
-	for pos, i := range log {
-		last[i] = pos
-	}
-	for i := 1; i < n; i++ {
-		if last[i] < last[i-1] {
-			t.Fatalf("task %d finished before task %d: %v", i, i-1, log)
-		}
-	}
-}
-
-func TestSleepTiesWakeInFIFOOrder(t *testing.T) {
-	var log []int
-	run(t, func(wt *weft.Task) {
-		var ps []*weft.Promise[struct{}]
-		for i := 0; i < 10; i++ {
-			ps = append(ps, spawn(wt, func(wt *weft.Task) {
-				wt.Sleep(time.Hour)
-				log = append(log, i)
-			}))
-		}
-		weft.All(wt, ps...)
-	}, weft.WithVirtualTime(time.Unix(0, 0)), oneLoop)
-	for i, v := range log {
-		if v != i {
-			t.Fatalf("equal deadlines woke out of order: %v", log)
-		}
-	}
-}
-
-func TestSleepWakesInDeadlineOrder(t *testing.T) {
-	t.Setenv("WEFT_LOOPS", "1") // it checks one loop's order (and shares log without a lock)
-	var log []int
-	run(t, func(wt *weft.Task) {
-		var ps []*weft.Promise[struct{}]
-		for _, ms := range []int{50, 10, 40, 20, 30} {
-			ps = append(ps, spawn(wt, func(wt *weft.Task) {
-				wt.Sleep(time.Duration(ms) * time.Millisecond)
-				log = append(log, ms)
-			}))
-		}
-		weft.All(wt, ps...)
-	})
-	for i := 1; i < len(log); i++ {
-		if log[i] < log[i-1] {
-			t.Fatalf("wake order %v", log)
-		}
-	}
-}
-
-func TestSleepZeroOrNegativeYields(t *testing.T) {
-	t.Setenv("WEFT_LOOPS", "1") // it checks one loop's order
-	for _, d := range []time.Duration{0, -time.Second} {
-		var log []string
-		run(t, func(wt *weft.Task) {
-			spawn(wt, func(wt *weft.Task) {
-				wt.Yield()
-				log = append(log, "other")
-			})
-			wt.Sleep(d)
-			log = append(log, "sleeper")
+			return 0, nil
 		})
-		if strings.Join(log, ",") != "other,sleeper" {
-			t.Fatalf("Sleep(%v) did not yield: %v", d, log)
+		for i := 0; i < 1000; i++ {
+			ready.Await(wt) // settled: no suspension, but it spends the budget
+			seen = append(seen, other)
+		}
+	}, oneLoop)
+	if seen[0] != seen[100] {
+		t.Fatalf("the task yielded within its budget: %v", seen[:130])
+	}
+	if seen[len(seen)-1] == seen[0] {
+		t.Fatal("a task awaiting settled promises never let the other run")
+	}
+}
+
+func TestCheckpointReturnsTheCancellation(t *testing.T) {
+	run(t, func(wt *weft.Task) {
+		var stop atomic.Bool
+		p := weft.Go(wt, spin(&stop))
+		p.Cancel()
+		if _, err := p.Await(wt); !errors.Is(err, context.Canceled) {
+			t.Fatalf("CPU task after Cancel = %v", err)
+		}
+	})
+}
+
+func TestWithSwitchIntervalRejectsNonPositive(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Millisecond} {
+		if _, err := weft.Run(func(*weft.Task) (int, error) { return 0, nil }, weft.WithSwitchInterval(d)); err == nil {
+			t.Errorf("WithSwitchInterval(%v) accepted", d)
 		}
 	}
 }
 
-func TestSleepLastsAtLeastItsDuration(t *testing.T) {
-	run(t, func(wt *weft.Task) {
-		start := time.Now()
-		wt.Sleep(20 * time.Millisecond)
-		if el := time.Since(start); el < 20*time.Millisecond {
-			t.Errorf("Sleep(20ms) took %v", el)
+// Not just the median: with two CPU-bound tasks, one of them drives the
+// scheduler and picks itself again after the woken task has run; a wake it
+// finds at its next Checkpoint must still make it give way. (It once did
+// not, and every few hundred ticks one waited two whole intervals, 10 ms.)
+// A single long wait is forgiven: a busy VM or a collection of the garbage
+// of earlier tests can stall a process that long once.
+func TestNoTickWaitsForIntervalsBesideTwoCPUTasks(t *testing.T) {
+	needTiming(t)
+	skipTimingUnderRace(t)
+	// A machine shared with other busy processes can deschedule this one for
+	// tens of milliseconds several times in a run; the bug this guards
+	// against showed in every run (4 to 22 long waits each). So a run that
+	// fails is tried again, up to three runs in all.
+	var long int
+	var worst, median time.Duration
+	for attempt := 0; attempt < 3; attempt++ {
+		long, worst, median = longTicksBesideTwoCPUTasks(t)
+		if long <= 1 {
+			return
 		}
-	})
+	}
+	t.Fatalf("%d ticks waited 8 ms or more beside two CPU tasks (worst %v, median %v), in each of 3 runs", long, worst, median)
 }
 
-func TestNowReadsTheLoopClock(t *testing.T) {
-	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	run(t, func(wt *weft.Task) {
-		if !wt.Now().Equal(start) {
-			t.Errorf("virtual Now = %v", wt.Now())
+// spin is a CPU-bound task: n++/n-- with a Checkpoint every 1000 iterations,
+// until stop is set; it returns how many thousands it did.
+func spin(stop *atomic.Bool) func(*weft.Task) (int, error) {
+	return func(t *weft.Task) (int, error) {
+		n, units := 0, 0
+		for !stop.Load() {
+			for i := 0; i < 1000; i++ {
+				n++
+				n--
+			}
+			units++
+			if err := t.Checkpoint(); err != nil {
+				return units, err
+			}
 		}
-		wt.Sleep(90 * time.Minute)
-		if got := wt.Now().Sub(start); got != 90*time.Minute {
-			t.Errorf("after Sleep(90m) virtual time moved %v", got)
-		}
-	}, weft.WithVirtualTime(start))
-	run(t, func(wt *weft.Task) {
-		if d := time.Since(wt.Now()); d < -time.Second || d > time.Second {
-			t.Errorf("real Now is %v off", d)
-		}
-	})
-}
-
-func TestHundredThousandTasks(t *testing.T) {
-	const n = 100_000
-	sum := int64(0)
-	run(t, func(wt *weft.Task) {
-		ps := make([]*weft.Promise[int], n)
-		for i := range ps {
-			ps[i] = weft.Go(wt, func(wt *weft.Task) (int, error) {
-				wt.Sleep(time.Duration(i%50) * time.Millisecond)
-				return i, nil
-			})
-		}
-		vals, err := weft.All(wt, ps...)
-		if err != nil {
-			t.Error(err)
-		}
-		for _, v := range vals {
-			sum += int64(v)
-		}
-	})
-	if sum != int64(n)*(n-1)/2 {
-		t.Fatalf("sum = %d", sum)
+		return units + n, nil
 	}
 }
 
-func TestParallelRunsAreIndependent(t *testing.T) {
-	done := make(chan int, 4)
-	for r := 0; r < 4; r++ {
-		go func() {
-			v, _ := weft.Run(func(wt *weft.Task) (int, error) {
-				total := 0
-				for i := 0; i < 200; i++ {
-					p := weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Yield(); return i, nil })
-					v, _ := p.Await(wt)
-					total += v
+func batchLaneProgresses(t *testing.T, opts ...weft.Option) {
+	var stop atomic.Bool
+	var cpuWork int
+	run(t, func(wt *weft.Task) {
+		var busy []*weft.Promise[int]
+		for i := 0; i < 3; i++ {
+			busy = append(busy, weft.Go(wt, func(wt *weft.Task) (int, error) {
+				for !stop.Load() {
+					wt.Yield() // interactive for ever
 				}
-				return total, nil
-			})
-			done <- v
-		}()
+				return 0, nil
+			}))
+		}
+		cpu := weft.Go(wt, spin(&stop))
+		deadline := time.Now().Add(200 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			wt.Yield()
+		}
+		stop.Store(true)
+		weft.All(wt, busy...)
+		cpuWork, _ = cpu.Await(wt)
+	}, append(opts, weft.WithSwitchInterval(2*time.Millisecond))...)
+	if cpuWork < 20 {
+		t.Fatalf("the CPU task starved beside always-runnable tasks: %d units in 200 ms", cpuWork)
 	}
-	for r := 0; r < 4; r++ {
-		if v := <-done; v != 199*200/2 {
-			t.Fatalf("run %d got %d", r, v)
+}
+
+func longTicksBesideTwoCPUTasks(t *testing.T) (long int, worst, median time.Duration) {
+	runtime.GC()
+	var stop atomic.Bool
+	var lags []time.Duration
+	run(t, func(wt *weft.Task) {
+		a, b := weft.Go(wt, spin(&stop)), weft.Go(wt, spin(&stop))
+		ticker := weft.Go(wt, func(wt *weft.Task) (int, error) {
+			for i := 0; i < 900; i++ {
+				want := time.Now().Add(time.Millisecond)
+				wt.Sleep(time.Millisecond)
+				lags = append(lags, time.Since(want))
+			}
+			stop.Store(true)
+			return 0, nil
+		})
+		weft.All(wt, a, b, ticker)
+	}, weft.WithSwitchInterval(5*time.Millisecond))
+	slices.Sort(lags)
+	for _, l := range lags {
+		if l >= 8*time.Millisecond {
+			long++
 		}
 	}
-}
-
-// spinFor burns CPU for d, without suspending.
-func spinFor(d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end); {
-	}
-}
-
-// loopsUsed counts the loops recorded in m (keys: loop indexes).
-func loopsUsed(m *sync.Map) int {
-	n := 0
-	m.Range(func(any, any) bool { n++; return true })
-	return n
+	return long, lags[len(lags)-1], lags[len(lags)/2]
 }

@@ -3,10 +3,14 @@ package weft_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
+	"github.com/weft-go/weft/weftest"
 )
 
 // busyProgram is a small program with every kind of choice a seed makes:
@@ -424,4 +428,174 @@ func TestPCTFindsTheNarrowWindowWhereUniformChoiceHardlyDoes(t *testing.T) {
 	if pct < 10 || pct <= 4*uniform {
 		t.Fatalf("PCT found the narrow window %d times in %d seeds, uniform %d: want PCT far ahead", pct, n, uniform)
 	}
+}
+
+func BenchmarkSchedSpawnAwait(b *testing.B) {
+	for _, m := range schedModes {
+		b.Run(m.name, func(b *testing.B) {
+			benchmarks.SpawnAwaitWith(b, m.opts...)
+		})
+	}
+}
+
+func BenchmarkSchedYieldPingPong(b *testing.B) {
+	for _, m := range schedModes {
+		b.Run(m.name, func(b *testing.B) {
+			benchmarks.YieldPingPongWith(b, m.opts...)
+		})
+	}
+}
+
+func TestAnHourOfVirtualTimeOver10kTasksTakesUnderASecond(t *testing.T) {
+	needTiming(t)
+	for _, m := range []struct {
+		name string
+		opts []weft.Option
+	}{
+		{"virtual", []weft.Option{weft.WithVirtualTime(time.Unix(0, 0)), weft.WithLoops(1)}},
+		{"seeded", []weft.Option{weft.WithSeed(1)}},
+	} {
+		start := time.Now()
+		wakes, err := tenThousandSleepers(m.opts...)
+		el := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: 1 h over 10k tasks, %d wake-ups, in %v", m.name, wakes, el)
+		if wakes < 10000*12 {
+			t.Fatalf("%s: %d wake-ups, want at least 12 per task", m.name, wakes)
+		}
+		// The goal is 1 s (about 0.6 s here, BenchmarkVirtualHourOver10kTasks);
+		// the bound leaves room for a machine shared with other work.
+		if !raceEnabled && el > 3*time.Second {
+			t.Fatalf("%s: an hour of virtual time took %v, want < 1 s", m.name, el)
+		}
+	}
+}
+
+func BenchmarkVirtualHourOver10kTasks(b *testing.B) {
+	for _, m := range schedModes[:2] {
+		b.Run(m.name, func(b *testing.B) {
+			for range b.N {
+				tenThousandSleepers(append([]weft.Option{weft.WithVirtualTime(time.Unix(0, 0))}, m.opts...)...)
+			}
+		})
+	}
+}
+
+// TestSeededDecisionsNameTheTaskAndTheUsersFunction: a seeded Run's
+// decisions name a group task by its SetName and the user's function.
+func TestSeededDecisionsNameTheTaskAndTheUsersFunction(t *testing.T) {
+	info := weft.RunInfo{KeepLog: true}
+	run(t, func(wt *weft.Task) {
+		weft.Group(wt, func(g *weft.TaskGroup) error {
+			g.Go(func(wt *weft.Task) error {
+				wt.SetName("ticker")
+				for range 3 {
+					wt.Yield()
+				}
+				return nil
+			})
+			return nil
+		})
+	}, weft.WithSeed(1), weft.WithRunInfo(&info))
+	found := false
+	for _, d := range info.Log {
+		if d.Name == "ticker" {
+			found = true
+			s := d.String()
+			if !strings.Contains(s, `"ticker" (weft_test.TestSeededDecisionsNameTheTaskAndTheUsersFunction.func1.1.1)`) || strings.Contains(s, "startIn") {
+				t.Errorf("decision: %s", s)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no decision names the task: %v", info.Log)
+	}
+}
+
+// TestWeftestReportShowsEveryTaskBesideABusyOne: one task that yields
+// hundreds of times does not push the others out of weftest's report: its
+// run is folded into one line, and the last decision of each other task is
+// shown, with the names the tasks set.
+func TestWeftestReportShowsEveryTaskBesideABusyOne(t *testing.T) {
+	errBroken := errors.New("broken")
+	f := func(wt *weft.Task) error {
+		c := weft.NewChan[int](0)
+		return weft.Group(wt, func(g *weft.TaskGroup) error {
+			for i := range 3 {
+				g.Go(func(wt *weft.Task) error {
+					wt.SetName(fmt.Sprintf("waiter-%d", i))
+					c.Recv(wt)
+					return nil
+				})
+			}
+			g.Go(func(wt *weft.Task) error {
+				wt.SetName("spinner")
+				for range 500 {
+					wt.Yield()
+				}
+				c.Close()
+				return weftest.Mark(wt, errBroken)
+			})
+			return nil
+		})
+	}
+	for _, loops := range []int{1, 2} {
+		o := weftest.Options{Strategy: weftest.Uniform, Last: 6, RunOptions: []weft.Option{weft.WithLoops(loops)}}
+		out := o.Run(3, f, false)
+		if !errors.Is(out.Err, errBroken) {
+			t.Fatalf("%d simulated loops: the run = %v", loops, out.Err)
+		}
+		report := o.Report(t, out, o.Run(3, f, true))
+		t.Logf("%d simulated loops, the report:\n%s", loops, report)
+		for _, want := range []string{`"spinner"`, `\.\.\. and \d+ more like it`, `"waiter-0"`, `"waiter-1"`, `"waiter-2"`, `run task 1 \(weft_test\.TestWeftestReportShowsEveryTaskBesideABusyOne\.func\d+\)`} {
+			if !regexp.MustCompile(want).MatchString(report) {
+				t.Errorf("%d simulated loops: the report has no %s:\n%s", loops, want, report)
+			}
+		}
+		if n := strings.Count(report, "\n"); n > 40 {
+			t.Errorf("%d simulated loops: the report has %d lines:\n%s", loops, n, report)
+		}
+		if strings.Contains(report, "startIn") || strings.Contains(report, "weftest.Options") {
+			t.Errorf("%d simulated loops: the report names a wrapper:\n%s", loops, report)
+		}
+	}
+}
+
+// The seeded scheduler beside the default one, on the core benchmarks:
+// the goal is at most 1.5x.
+var schedModes = []struct {
+	name string
+	opts []weft.Option
+}{
+	{"fifo", []weft.Option{weft.WithLoops(1)}},
+	{"seeded", []weft.Option{weft.WithSeed(1)}},
+	{"pct", []weft.Option{weft.WithSeed(1), weft.WithPCT(3, 1000)}},
+}
+
+// tenThousandSleepers has 10k tasks sleep, each for its own period, until
+// an hour of virtual time has passed; it returns the wake-ups.
+func tenThousandSleepers(opts ...weft.Option) (int, error) {
+	return weft.Run(func(t *weft.Task) (int, error) {
+		var ps []*weft.Promise[int]
+		for i := range 10000 {
+			period := time.Duration(60+i%240) * time.Second // 1 to 5 minutes
+			ps = append(ps, weft.Go(t, func(t *weft.Task) (int, error) {
+				n := 0
+				for end := t.Now().Add(time.Hour); t.Now().Before(end); n++ {
+					if err := t.Sleep(period); err != nil {
+						return n, err
+					}
+				}
+				return n, nil
+			}))
+		}
+		ns, err := weft.All(t, ps...)
+		total := 0
+		for _, n := range ns {
+			total += n
+		}
+		return total, err
+	}, opts...)
 }

@@ -2,6 +2,7 @@ package weft
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -51,5 +52,37 @@ func TestTimerHeapCountsWeakTimers(t *testing.T) {
 	h.remove(b)
 	if h.strong() != 0 || h.len() != 1 {
 		t.Fatalf("after removing the strong timer: strong %d, len %d", h.strong(), h.len())
+	}
+}
+
+func TestTimerHeapOrdersByDeadlineThenFIFO(t *testing.T) {
+	var h timerHeap
+	rng := rand.New(rand.NewPCG(1, 2))
+	var all []*timer
+	for i := 0; i < 2000; i++ {
+		tm := &timer{when: int64(rng.IntN(50))}
+		all = append(all, tm)
+		h.push(tm)
+	}
+	// Remove a third at random, as cancelled sleeps do.
+	removed := map[*timer]bool{}
+	for i := 0; i < len(all)/3; i++ {
+		tm := all[rng.IntN(len(all))]
+		if h.remove(tm) == removed[tm] {
+			t.Fatalf("remove reported %v for a timer removed=%v", !removed[tm], removed[tm])
+		}
+		removed[tm] = true
+	}
+	var prev *timer
+	for h.len() > 0 {
+		tm := h.peek()
+		h.remove(tm)
+		if removed[tm] {
+			t.Fatal("removed timer came back")
+		}
+		if prev != nil && (tm.when < prev.when || (tm.when == prev.when && tm.seq < prev.seq)) {
+			t.Fatalf("out of order: %d/%d after %d/%d", tm.when, tm.seq, prev.when, prev.seq)
+		}
+		prev = tm
 	}
 }

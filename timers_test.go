@@ -1,81 +1,76 @@
-package weft
+package weft_test
 
 import (
-	"math/rand/v2"
+	"context"
+	"errors"
 	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/benchmarks"
 )
 
-func TestTimerHeapOrdersByDeadlineThenFIFO(t *testing.T) {
-	var h timerHeap
-	rng := rand.New(rand.NewPCG(1, 2))
-	var all []*timer
-	for i := 0; i < 2000; i++ {
-		tm := &timer{when: int64(rng.IntN(50))}
-		all = append(all, tm)
-		h.push(tm)
-	}
-	// Remove a third at random, as cancelled sleeps do.
-	removed := map[*timer]bool{}
-	for i := 0; i < len(all)/3; i++ {
-		tm := all[rng.IntN(len(all))]
-		if h.remove(tm) == removed[tm] {
-			t.Fatalf("remove reported %v for a timer removed=%v", !removed[tm], removed[tm])
-		}
-		removed[tm] = true
-	}
-	var prev *timer
-	for h.len() > 0 {
-		tm := h.peek()
-		h.remove(tm)
-		if removed[tm] {
-			t.Fatal("removed timer came back")
-		}
-		if prev != nil && (tm.when < prev.when || (tm.when == prev.when && tm.seq < prev.seq)) {
-			t.Fatalf("out of order: %d/%d after %d/%d", tm.when, tm.seq, prev.when, prev.seq)
-		}
-		prev = tm
-	}
-}
+// Each weft benchmark sits beside its Go-native twin; `cd bench && go run .
+// core` prints them side by side with the ratios.
 
-func TestQueuePushFrontIsPoppedNext(t *testing.T) {
-	var q queue[int]
-	for i := 0; i < 20; i++ {
-		q.push(i)
-	}
-	q.pop()
-	q.pushFront(-1)
-	for i := 0; i < 40; i++ {
-		q.pushFront(-2 - i)
-	}
-	if v, _ := q.pop(); v != -41 {
-		t.Fatalf("pop after pushFront = %d", v)
-	}
-	for q.len() > 20 {
-		q.pop()
-	}
-	if v, _ := q.pop(); v != -1 {
-		t.Fatalf("order lost across growth: %d", v)
-	}
-}
+func BenchmarkManySleeps(b *testing.B) { benchmarks.ManySleeps(b) }
 
-func TestQueueIsFIFOAcrossGrowth(t *testing.T) {
-	var q queue[int]
-	next := 0
-	for i := 0; i < 1000; i++ {
-		q.push(i)
-		if i%3 == 0 {
-			v, _ := q.pop()
-			if v != next {
-				t.Fatalf("pop %d, want %d", v, next)
+func TestHundredThousandCancelledSleepsLeaveNothing(t *testing.T) {
+	const n = 100_000
+	run(t, func(wt *weft.Task) {
+		ps := make([]*weft.Promise[int], n)
+		for i := range ps {
+			ps[i] = weft.Go(wt, func(wt *weft.Task) (int, error) { return 0, wt.Sleep(time.Hour) })
+		}
+		for _, p := range ps {
+			p.Cancel()
+		}
+		for _, p := range ps {
+			if _, err := p.Await(wt); !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
 			}
-			next++
+		}
+		if pending := weft.PendingTimers(wt); pending != 0 {
+			t.Fatalf("%d timers left after cancelling every sleep", pending)
+		}
+	})
+}
+
+func TestSleepTiesWakeInFIFOOrder(t *testing.T) {
+	var log []int
+	run(t, func(wt *weft.Task) {
+		var ps []*weft.Promise[struct{}]
+		for i := 0; i < 10; i++ {
+			ps = append(ps, spawn(wt, func(wt *weft.Task) {
+				wt.Sleep(time.Hour)
+				log = append(log, i)
+			}))
+		}
+		weft.All(wt, ps...)
+	}, weft.WithVirtualTime(time.Unix(0, 0)), oneLoop)
+	for i, v := range log {
+		if v != i {
+			t.Fatalf("equal deadlines woke out of order: %v", log)
 		}
 	}
-	for q.len() > 0 {
-		v, _ := q.pop()
-		if v != next {
-			t.Fatalf("pop %d, want %d", v, next)
+}
+
+func TestSleepWakesInDeadlineOrder(t *testing.T) {
+	t.Setenv("WEFT_LOOPS", "1") // it checks one loop's order (and shares log without a lock)
+	var log []int
+	run(t, func(wt *weft.Task) {
+		var ps []*weft.Promise[struct{}]
+		for _, ms := range []int{50, 10, 40, 20, 30} {
+			ps = append(ps, spawn(wt, func(wt *weft.Task) {
+				wt.Sleep(time.Duration(ms) * time.Millisecond)
+				log = append(log, ms)
+			}))
 		}
-		next++
+		weft.All(wt, ps...)
+	})
+	for i := 1; i < len(log); i++ {
+		if log[i] < log[i-1] {
+			t.Fatalf("wake order %v", log)
+		}
 	}
 }

@@ -1,36 +1,17 @@
 package weft_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weft-go/weft"
 )
-
-// lockedBuffer is a log sink the runtime's cleanup goroutine may write to.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestManyDetachedFailuresKeepMemoryBoundedAndTheCountExact(t *testing.T) {
 	const n = 200_000
@@ -112,5 +93,53 @@ func TestDroppedFailedPromiseIsLoggedBeforeRunEnds(t *testing.T) {
 	}
 	if !strings.Contains(out, "level=ERROR") {
 		t.Fatalf("not logged at Error level: %s", out)
+	}
+}
+
+func TestUnawaitedFailuresArePartOfRunsError(t *testing.T) {
+	errMain, errLost := errors.New("main failed"), errors.New("lost")
+	_, err := weft.Run(func(wt *weft.Task) (int, error) {
+		weft.Go(wt, func(wt *weft.Task) (int, error) { return 0, errLost })
+		weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Sleep(time.Millisecond); panic("lost panic") })
+		return 0, errMain
+	})
+	if !errors.Is(err, errMain) || !errors.Is(err, errLost) {
+		t.Fatalf("Run = %v", err)
+	}
+	var pe *weft.PanicError
+	if !errors.As(err, &pe) || pe.Value != "lost panic" {
+		t.Fatalf("the unawaited panic is missing from %v", err)
+	}
+	if !strings.Contains(err.Error(), "unobserved_test.go") {
+		t.Errorf("report does not say where the failed task was started:\n%v", err)
+	}
+}
+
+func TestAwaitedFailuresAreNotReportedAgain(t *testing.T) {
+	errHandled := errors.New("handled")
+	_, err := weft.Run(func(wt *weft.Task) (int, error) {
+		p := weft.Go(wt, func(wt *weft.Task) (int, error) { return 0, errHandled })
+		p.Await(wt)
+		q := weft.Go(wt, func(wt *weft.Task) (int, error) { wt.Sleep(time.Millisecond); return 0, errHandled })
+		weft.All(wt, q)
+		return 3, nil
+	})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestUnobservedFailureNamesTheTask: Run's report of a failure nobody
+// awaited shows the task's name.
+func TestUnobservedFailureNamesTheTask(t *testing.T) {
+	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+		weft.Go(wt, func(wt *weft.Task) (int, error) {
+			wt.SetName("flaky")
+			return 0, errors.New("boom")
+		})
+		return struct{}{}, nil
+	}, weft.WithLogger(nil))
+	if err == nil || !regexp.MustCompile(`task \d+ "flaky" \(github\.com/weft-go/weft_test\.TestUnobservedFailureNamesTheTask\.func1\.1, started at .*unobserved_test\.go:\d+\) failed`).MatchString(err.Error()) {
+		t.Fatalf("Run = %v", err)
 	}
 }

@@ -1,0 +1,258 @@
+package weft_test
+
+import (
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// stuckRun runs a task named "stuck" that calls block, with a watchdog of
+// 20 ms, beside a task that counts its turns; it returns the log and
+// whether the other task ran after the stuck one let go.
+func stuckRun(t *testing.T, block func()) (string, bool) {
+	t.Helper()
+	var log lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	recovered := false
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		released := false
+		other := weft.Local(t, func(t *weft.Task) (int, error) {
+			for !released {
+				if err := t.Sleep(time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			recovered = true
+			return 0, nil
+		})
+		stuck := weft.Local(t, func(t *weft.Task) (int, error) {
+			t.SetName("stuck")
+			block()
+			released = true
+			return 0, nil
+		})
+		stuck.Await(t)
+		return other.Await(t)
+	}, weft.WithWatchdog(20*time.Millisecond), weft.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log.String(), recovered
+}
+
+func checkReport(t *testing.T, log string, recovered bool, cause string) {
+	t.Helper()
+	t.Logf("log:\n%s", log)
+	if n := strings.Count(log, "level=WARN"); n != 1 {
+		t.Errorf("the watchdog logged %d warnings, want 1 for the one episode", n)
+	}
+	for _, want := range []string{"a task holds its loop", "task=stuck", "cause=\"" + cause, "stack=", "watchdog_test.go"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	if !recovered {
+		t.Error("the loop's other task did not run after the stuck one let go")
+	}
+}
+
+const stuckFor = 300 * time.Millisecond
+
+// The task is stuck for stuckFor from when it blocks (a release timed
+// from before the Run would leave it less on a loaded machine, where the
+// Run takes a while to start).
+func TestWatchdogReportsAGoChannelOperation(t *testing.T) {
+	ch := make(chan int)
+	log, ok := stuckRun(t, func() {
+		go func() { time.Sleep(stuckFor); close(ch) }()
+		<-ch
+	})
+	checkReport(t, log, ok, "a Go channel operation")
+}
+
+func TestWatchdogReportsASyncLock(t *testing.T) {
+	var mu sync.Mutex
+	mu.Lock()
+	log, ok := stuckRun(t, func() {
+		go func() { time.Sleep(stuckFor); mu.Unlock() }()
+		mu.Lock()
+		mu.Unlock()
+	})
+	checkReport(t, log, ok, "a sync lock")
+}
+
+func TestWatchdogReportsTimeSleep(t *testing.T) {
+	log, ok := stuckRun(t, func() { time.Sleep(stuckFor) })
+	checkReport(t, log, ok, "time.Sleep")
+}
+
+func TestWatchdogReportsCPUWithoutCheckpoint(t *testing.T) {
+	log, ok := stuckRun(t, func() {
+		for start := time.Now(); time.Since(start) < stuckFor; {
+		}
+	})
+	checkReport(t, log, ok, "CPU work without Checkpoint")
+}
+
+// TestWatchdogIsQuietForTasksThatGiveWay: sleeping, waiting and CPU work
+// with Checkpoints are no episode.
+func TestWatchdogIsQuietForTasksThatGiveWay(t *testing.T) {
+	// Under the race detector, slow Checkpoints of a lone task can be tens
+	// of milliseconds apart, and a loaded machine can stop the process for
+	// a good part of the default limit: the limit is 1 s, and the task
+	// computes for twice that, so that without its Checkpoints it would be
+	// reported.
+	const limit = time.Second
+	var log lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		p := weft.Go(t, func(t *weft.Task) (int, error) {
+			for start := time.Now(); time.Since(start) < 2*limit; {
+				if err := t.Checkpoint(); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		})
+		if err := t.Sleep(limit); err != nil {
+			return 0, err
+		}
+		return p.Await(t)
+	}, weft.WithWatchdog(limit), weft.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := log.String(); s != "" {
+		t.Errorf("the watchdog reported tasks that gave way:\n%s", s)
+	}
+}
+
+// TestWatchdogOffReportsNothing: WithWatchdog(0) turns it off.
+func TestWatchdogOffReportsNothing(t *testing.T) {
+	var log lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	_, err := weft.Run(func(t *weft.Task) (int, error) {
+		time.Sleep(100 * time.Millisecond)
+		return 0, nil
+	}, weft.WithWatchdog(0), weft.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := log.String(); s != "" {
+		t.Errorf("a watchdog that is off reported:\n%s", s)
+	}
+}
+
+func TestWithWatchdogNegativePanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.HasPrefix(r.(string), "weft:") {
+			t.Errorf("WithWatchdog(-1) recovered %v, want a weft: panic", r)
+		}
+	}()
+	weft.WithWatchdog(-1)
+}
+
+// TestWatchdogReportsAShortBlockingCallEarly: a blocking call that holds
+// the loop for less than the limit (a client library's network wait, say)
+// is reported once it has held the loop over two samples, with the advice
+// to use Blocking; the same function is reported once however often it
+// does it, and computing for as long is not reported.
+func TestWatchdogReportsAShortBlockingCallEarly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 1)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					time.Sleep(60 * time.Millisecond) // a slow server
+					c.Write(buf)
+				}
+			}()
+		}
+	}()
+	var log lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	_, err = weft.Run(func(t *weft.Task) (int, error) {
+		c, err := net.Dial("tcp", ln.Addr().String()) // the blocking client a library would use
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		query := func(t *weft.Task) (int, error) {
+			t.SetName("querier")
+			buf := []byte{1}
+			// Several reads: an early look comes at most every probeEvery
+			// (100 ms), and the computer's turn may have had the last one;
+			// on a loaded machine a sample can miss a read. Each read is
+			// shorter than the limit, so only an early look reports it.
+			for range 6 {
+				c.Write(buf)
+				if _, err := c.Read(buf); err != nil { // holds the loop for 60 ms
+					return 0, err
+				}
+				if err := t.Sleep(time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		}
+		compute := func(t *weft.Task) (int, error) {
+			t.SetName("computer")
+			for start := time.Now(); time.Since(start) < 60*time.Millisecond; {
+			}
+			return 0, nil
+		}
+		if _, err := weft.Go(t, compute).Await(t); err != nil {
+			return 0, err
+		}
+		return weft.Go(t, query).Await(t)
+	}, weft.WithLogger(logger)) // the default limit, 100 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := log.String()
+	t.Logf("log:\n%s", s)
+	// One early report (held less than the limit), the querier's, however
+	// many reads it makes; none for the computer. On a loaded machine a
+	// read can outlast the limit: that is a full episode, reported as such.
+	early := 0
+	for _, line := range strings.Split(s, "\n") {
+		m := regexp.MustCompile(` for=(\S+) `).FindStringSubmatch(line)
+		if !strings.Contains(line, "level=WARN") || m == nil {
+			continue
+		}
+		if held, err := time.ParseDuration(m[1]); err != nil || held >= weft.DefaultWatchdog {
+			continue
+		}
+		early++
+		if !strings.Contains(line, "task=querier") {
+			t.Errorf("an early report of another task than the querier: %s", line)
+		}
+	}
+	if early != 1 {
+		t.Fatalf("%d early reports, want 1: the querier's blocking read, once", early)
+	}
+	for _, want := range []string{"task=querier", `cause="Go network I/O (IO wait): run the client that waits through weft.Blocking`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+}

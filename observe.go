@@ -54,7 +54,6 @@ type runObs struct {
 	mu    sync.Mutex // guards the task list
 	head  *Task      // guarded by mu: the live tasks, newest first
 	count int        // guarded by mu: tasks in the list
-	start time.Time  // immutable: when the Run started (wall clock)
 
 	offload atomic.Value // the Run's offload pool once made (its stats method: obs_stats.go)
 

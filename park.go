@@ -50,17 +50,15 @@ type keepAliveSource interface {
 	keepsAlive() bool
 }
 
-// parkWaiter is a task's registration with a source's queue. The source
-// owns its links and fields; the core reads task and gen.
+// parkWaiter is a task's registration with a source's queue: the core
+// reads task, gen and loop; slot is the source's (the sync layer keeps
+// its queue node there, with the links, the state and the value handed
+// over: sync_waitq.go).
 type parkWaiter struct {
-	task       *Task
-	gen        uint32      // the wait generation this registration wakes
-	loop       *loop       // the loop the task waits on (it cannot move while it does)
-	prev, next *parkWaiter // the source's queue links, under its lock
-	queued     bool        // linked in the source's queue, under its lock
-	state      uint32      // the source's use (handed, withdrawn, ...)
-	slot       any         // the source's use (a value handed over, ...)
-	index      int         // the source's use (a Select case, ...)
+	task *Task
+	gen  uint32 // the wait generation this registration wakes
+	loop *loop  // the loop the task waits on (it cannot move while it does)
+	slot any    // the source's use: its queue node
 }
 
 // preparePark readies w for a new wait of t; call it before linking w.

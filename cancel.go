@@ -8,8 +8,11 @@ package weft
 // the group's scope, for a group task). Inside a task, Group pushes a scope
 // for its body, Timeout a scope with a deadline, and Protect a shield; each
 // pops when the call returns.
-// So the scopes of a loop form one tree, rooted at loop.root's scope, and
-// every live task's root scope is in it.
+// So the scopes of a Run form one tree, rooted at the root scope of the
+// Run's sentinel task (runState.root), and every live task's root scope
+// is in it. The tree spans the Run's loops: the run lock guards it (with
+// one loop the lock is not taken, and the loop's thread is the only one
+// that touches it).
 //
 // Cancelling a scope gives it a cause and reaches down the tree: every
 // scope below it gets the cause too, and every task whose code is in one of
@@ -28,7 +31,7 @@ package weft
 //     chain. So when a scope closes and its children move to its parent (a
 //     Group body that started plain Go tasks returns; a task finishes with
 //     children still running), nothing that was cancelled stops being so.
-//  3. t.cancelled == (chainCause(innermost scope of t) != nil), and x.dl is
+//  3. t.cancelled == (chainCause(innermost scope of t) != nil), and t.dl is
 //     the earliest deadline on the same chain, up to the first shield. Both
 //     are refreshed whenever the chain or a scope on it changes.
 //  4. A shield's own cause stays nil while it is open. When Protect
@@ -44,7 +47,7 @@ package weft
 // on the loop cancels the scope when the deadline passes; and since the
 // loop may not look at its timers for a while (tasks that keep yielding to
 // each other), every suspension point of a task under a deadline also
-// compares the clock with x.dl and expires it at once. Deadlines above a
+// compares the clock with t.dl and expires it at once. Deadlines above a
 // shield do not apply below it.
 
 import (
@@ -52,7 +55,7 @@ import (
 	"errors"
 )
 
-// scope is a node of the cancellation tree. Loop-owned.
+// scope is a node of the cancellation tree. Guarded by the run lock.
 type scope struct {
 	parent            *scope
 	child, prev, next *scope      // the scopes directly inside: nested ones, and root scopes of tasks started here

@@ -25,10 +25,10 @@ type Task struct {
 	co   *coro.Coro // the coroutine running the task; nil before start and after finish
 	job  taskJob    // the typed half: runs the function, settles the promise
 
-	// root is the task's root cancel scope: its node in the loop's scope
-	// tree (cancel.go), under the scope its spawner's code was in. A
-	// finished task's children move to the parent scope, so every live task
-	// descends from loop.root.
+	// root is the task's root cancel scope: its node in the Run's scope
+	// tree (cancel.go, under the run lock), under the scope its spawner's
+	// code was in. A finished task's children move to the parent scope, so
+	// every live task descends from the Run's sentinel, runState.root.
 	root scope
 
 	state     taskState

@@ -78,7 +78,6 @@ type loop struct {
 	poller    poller.Poller
 	caps      poller.Caps
 	ring      poller.Completer // the poller's completion side (io_uring), or nil
-	ops       []*poller.Op     // free operations for ring (net_fd_uring_linux.go)
 	locked    bool             // the loop's goroutine is locked to its thread (caps.SingleIssuer)
 	reserved  bool             // ... and holds a reserved processor (procs.go)
 	lastYield time.Time        // when yieldLocked last went through the scheduler

@@ -61,7 +61,8 @@ type netFD struct {
 	rq     []recvd
 	rEOF   bool
 	rErr   error
-	noBufs bool // the ring ran out of buffers: the next read is single-shot
+	noBufs bool     // the ring ran out of buffers: the next read is single-shot
+	ops    *freeOps // when the home loop has a ring: its free operations (net_fd_uring_linux.go)
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -76,6 +77,9 @@ func newNetFD(t *Task, fd int, kind fdKind, network string) (*netFD, error) {
 // fail with net.ErrClosed).
 func newNetFDOn(t *Task, home *loop, fd int, kind fdKind, network string) (*netFD, error) {
 	nfd := &netFD{loop: home, fd: fd, kind: kind, network: network}
+	if home.ring != nil {
+		nfd.ops = freeOpsOf(home)
+	}
 	if home == t.loop {
 		w, err := home.fds.watch(home, fd)
 		if err != nil {

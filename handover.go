@@ -247,7 +247,6 @@ func (l *loop) idleMulti() (stop bool) {
 	if tm := l.timers.peek(); tm != nil {
 		l.summary.nextTimer = tm.when
 	}
-	l.isIdle = true
 	rs.idle++
 	if rs.idle == len(rs.loops) {
 		rs.allIdle(l)
@@ -273,7 +272,6 @@ func (l *loop) idleMulti() (stop bool) {
 		rs.hungry.Add(-1)
 	}
 	rs.mu.Lock()
-	l.isIdle = false
 	rs.idle--
 	rs.wakeEpoch++
 	stop = rs.done

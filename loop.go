@@ -112,7 +112,6 @@ type loop struct {
 	wakes         uint64 // tasks woken by events (not those that gave way)
 
 	aborted bool // Run is unwinding after a Goexit in a task
-	isIdle  bool // run lock: counted in rs.idle (multi only)
 	// shedSkip is how many more calls of shed look at nothing, after one
 	// found no movable task in the queue (handover.go); loop-owned.
 	shedSkip int

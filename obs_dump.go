@@ -38,19 +38,18 @@ const (
 
 // runSnap is a Run as a dump sees it.
 type runSnap struct {
-	num     int
-	loops   int
-	now     int64 // the Run's clock when the snapshot was taken
-	virtual bool
-	wall    time.Time // the Run's clock as a time, for deadlines
-	tasks   []taskSnap
+	num   int
+	loops int
+	now   int64     // the Run's clock when the snapshot was taken
+	wall  time.Time // the Run's clock as a time, for deadlines
+	tasks []taskSnap
 }
 
 // snapshot copies what observers may see of rs's live tasks. It holds the
 // run lock (with several loops) and the registry's lock for the copy
 // only: about 50 ns a task.
 func (rs *runState) snapshot() runSnap {
-	s := runSnap{num: rs.obs.num, loops: rs.shownLoops(), virtual: rs.clock.Virtual()}
+	s := runSnap{num: rs.obs.num, loops: rs.shownLoops()}
 	running := make([]uint32, len(rs.loops))
 	ran := make([]time.Duration, len(rs.loops))
 	for i, l := range rs.loops {

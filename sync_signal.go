@@ -31,7 +31,6 @@ var sigReg struct {
 
 // sigWatch forwards one signal to its subscribers.
 type sigWatch struct {
-	sig  os.Signal
 	in   chan os.Signal     // registered with signal.Notify
 	subs []*Chan[os.Signal] // guarded by sigReg.mu
 	stop chan struct{}      // closed to end the goroutine
@@ -118,7 +117,7 @@ func subscribe(c *Chan[os.Signal], sigs []os.Signal) {
 	for _, s := range sigs {
 		w := sigReg.watches[s]
 		if w == nil {
-			w = &sigWatch{sig: s, in: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{})}
+			w = &sigWatch{in: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{})}
 			sigReg.watches[s] = w
 			signal.Notify(w.in, s)
 			go w.forward()

@@ -257,44 +257,34 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 	var ws wakers
 	l := t.loop
 	locked := c.acquire(l)
-	if v, ok := c.takeLocked(&ws); ok {
-		c.release(locked)
-		ws.wake(l)
-		t.spend()
-		return v, nil
-	}
-	if c.closed {
-		err := c.recvErr
-		c.release(locked)
-		return zero, loud(err)
-	}
-	if locked && c.own.Load() == sharedOwner && t.loop.runq.len()+t.loop.batchq.len() == 0 {
-		// A shared channel, and nothing else to run here: the value may be
-		// on its way from another goroutine. Look again a few times before
-		// parking, which would make that goroutine wake the loop.
-		for range recvSpins {
+	for look := 0; ; look++ {
+		if v, ok := c.takeLocked(&ws); ok {
 			c.release(locked)
-			runtime.Gosched()
-			// Never while holding the channel: cancelPoint may take the run
-			// lock, which is taken before a wait source's (DESIGN.md).
-			if err := t.cancelPoint(); err != nil {
-				return zero, err
-			}
-			locked = c.acquire(t.loop)
-			if v, ok := c.takeLocked(&ws); ok {
-				c.release(locked)
-				ws.wake(l)
-				t.spend()
-				return v, nil
-			}
-			if c.closed {
-				err := c.recvErr
-				c.release(locked)
-				return zero, loud(err)
-			}
+			ws.wake(l)
+			t.spend()
+			return v, nil
 		}
+		if c.closed {
+			err := c.recvErr
+			c.release(locked)
+			return zero, loud(err)
+		}
+		// Park, unless the channel is shared and nothing else is runnable
+		// here: the value may then be on its way from another goroutine,
+		// and Recv looks again recvSpins times first, since parking would
+		// make that goroutine wake the loop.
+		if look == recvSpins || look == 0 && !(locked && c.own.Load() == sharedOwner && l.runq.len()+l.batchq.len() == 0) {
+			return c.recvSlow(t, locked)
+		}
+		c.release(locked)
+		runtime.Gosched()
+		// Never while holding the channel: cancelPoint may take the run
+		// lock, which is taken before a wait source's (DESIGN.md).
+		if err := t.cancelPoint(); err != nil {
+			return zero, err
+		}
+		locked = c.acquire(l)
 	}
-	return c.recvSlow(t, locked)
 }
 
 // recvSpins is how many times Recv looks again at an empty shared

@@ -77,10 +77,17 @@ type packetImpl interface {
 // io_uring) rather than through the net and os packages.
 func (l *loop) fdIO() bool { return haveFDIO && (l.caps.Edge || l.caps.Completion) }
 
-// viaBackend makes an I/O object's implementation with the backend of t's
-// loop: raw fds on the poller, or the net and os packages. cfg holds the
-// socket options of a ListenConfig or Dialer (nil: none).
-func viaBackend[I any](t *Task, network, address string, cfg *sockConfig, fd, portable func(*Task, string, string, *sockConfig) (I, error)) (I, error) {
+// openImpl makes the implementation of what Listen, Dial or ListenPacket
+// opens: through the task's Network if it has one (on), else with the
+// backend of t's loop: raw fds on the poller (fd), or the net and os
+// packages (portable). cfg holds the socket options of a ListenConfig or
+// Dialer (nil: none); a Network has none.
+func openImpl[I any](t *Task, network, address string, cfg *sockConfig,
+	on func(*Task, Network, string, string) (I, error),
+	fd, portable func(*Task, string, string, *sockConfig) (I, error)) (I, error) {
+	if n := t.network(); n != nil {
+		return on(t, n, network, address)
+	}
 	if err := t.rs.checkIO(network + " " + address); err != nil {
 		var zero I
 		return zero, err
@@ -116,13 +123,7 @@ func Listen(t *Task, network, address string) (*Listener, error) {
 // listen is Listen with a ListenConfig's options.
 func listen(t *Task, network, address string, cfg *sockConfig) (*Listener, error) {
 	l := t.loop
-	var impl listenerImpl
-	var err error
-	if n := t.network(); n != nil {
-		impl, err = listenOn(t, n, network, address)
-	} else {
-		impl, err = viaBackend(t, network, address, cfg, listenFD, listenPortable)
-	}
+	impl, err := openImpl(t, network, address, cfg, listenOn, listenFD, listenPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -197,13 +198,7 @@ func Dial(t *Task, network, address string) (*Conn, error) {
 // dial is Dial with a Dialer's options.
 func dial(t *Task, network, address string, cfg *sockConfig) (*Conn, error) {
 	l := t.loop
-	var impl connImpl
-	var err error
-	if n := t.network(); n != nil {
-		impl, err = dialOn(t, n, network, address)
-	} else {
-		impl, err = viaBackend(t, network, address, cfg, dialFD, dialPortable)
-	}
+	impl, err := openImpl(t, network, address, cfg, dialOn, dialFD, dialPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -247,20 +242,12 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	if err := c.toHome(t); err != nil {
-		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
-	}
 	d := &c.dl.rd
-	// The deadline's waiters and timer are c.loop's: t stays there until
-	// exit (a wake-up must not hand it to another loop in between).
-	t.pin++
-	if err := d.enter(c.loop, t); err != nil {
-		t.pin--
-		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	if err := c.enterIO(t, "read", d); err != nil {
+		return 0, err
 	}
 	n, err := c.impl.read(t, b)
-	d.exit(c.loop, t)
-	t.pin--
+	c.exitIO(t, d)
 	return n, err
 }
 
@@ -276,21 +263,39 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 func (c *Conn) Write(t *Task, b []byte) (int, error) {
 	t.check("Write")
 	sameLoop(t, c.loop, "Conn")
-	if err := c.toHome(t); err != nil {
-		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
-	}
 	d := &c.dl.wr
+	if err := c.enterIO(t, "write", d); err != nil {
+		return 0, err
+	}
+	n, err := c.impl.write(t, b)
+	c.exitIO(t, d)
+	return n, err
+}
+
+// enterIO starts a Read or Write (op) under d, the deadline of its
+// direction: t moves to c's loop and registers with d there. On an error
+// (the move failed, the deadline has passed) the operation is over.
+// (Not a wrapper around the operation: that would put one more frame
+// between the wait and the caller's line, which reports look for among
+// the eight return addresses above the wait.)
+func (c *Conn) enterIO(t *Task, op string, d *ioDeadline) error {
+	if err := c.toHome(t); err != nil {
+		return opError(op, c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
 	// The deadline's waiters and timer are c.loop's: t stays there until
-	// exit (a wake-up must not hand it to another loop in between).
+	// exitIO (a wake-up must not hand it to another loop in between).
 	t.pin++
 	if err := d.enter(c.loop, t); err != nil {
 		t.pin--
-		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+		return opError(op, c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
 	}
-	n, err := c.impl.write(t, b)
+	return nil
+}
+
+// exitIO ends what enterIO started.
+func (c *Conn) exitIO(t *Task, d *ioDeadline) {
 	d.exit(c.loop, t)
 	t.pin--
-	return n, err
 }
 
 // ReadWriter returns an io.ReadWriter that reads and writes c on behalf of
@@ -348,13 +353,7 @@ func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 // listenPacket is ListenPacket with a ListenConfig's options.
 func listenPacket(t *Task, network, address string, cfg *sockConfig) (*PacketConn, error) {
 	l := t.loop
-	var impl packetImpl
-	var err error
-	if n := t.network(); n != nil {
-		impl, err = listenPacketOn(t, n, network, address)
-	} else {
-		impl, err = viaBackend(t, network, address, cfg, listenPacketFD, listenPacketPortable)
-	}
+	impl, err := openImpl(t, network, address, cfg, listenPacketOn, listenPacketFD, listenPacketPortable)
 	if err != nil {
 		return nil, err
 	}

@@ -445,10 +445,10 @@ func causeValue(err error) error {
 	return err
 }
 
-// Cancel asks the task behind p to stop, and returns at once: like a
-// context.CancelFunc, it does not wait for the task to finish (Await does).
-// Any goroutine may call it, any number of times. It is CancelWithCause
-// with context.Canceled.
+// Cancel asks the task behind p to stop, and returns at once, without
+// suspending: like a context.CancelFunc, it does not wait for the task to
+// finish (Await does). Any goroutine may call it, any number of times. It
+// is CancelWithCause with context.Canceled.
 //
 // The task is woken at its current suspension point (Sleep, Await, Yield,
 // All, Race, Readable, Writable and the I/O operations), which returns an
@@ -473,7 +473,7 @@ func (p *Promise[T]) Cancel() {
 // return an error that matches both context.Canceled and cause (errors.Is),
 // and context.Cause of its Context returns cause. A nil cause is
 // context.Canceled. On a promise made by NewPromise it settles the promise
-// with the zero value and that error.
+// with the zero value and that error. As Cancel, it does not suspend.
 func (p *Promise[T]) CancelWithCause(cause error) {
 	if p == nil {
 		panic("weft: CancelWithCause called on a nil *Promise")
@@ -503,8 +503,12 @@ func (p *Promise[T]) cancelWith(cause error) {
 }
 
 // Protect runs f shielded from cancellation, for cleanup that must finish
-// even when the task is being cancelled: a polite close, a final write.
-// (Trio calls this a shielded cancel scope, Eio Cancel.protect.)
+// even when the task is being cancelled: a polite close, a final write. It
+// returns f's error. Protect itself does not suspend (f's suspension
+// points do), and while f runs no cancellation from outside reaches it:
+// its suspension points return none; one that arrived meanwhile is
+// delivered when f returns. (Trio calls this a shielded cancel scope, Eio
+// Cancel.protect.)
 //
 // Exactly what the shield covers: while f runs, a cancellation arriving
 // from outside (Promise.Cancel of this task or an ancestor, a Timeout or
@@ -516,9 +520,8 @@ func (p *Promise[T]) cancelWith(cause error) {
 // (its next suspension point returns it) and to every task started inside
 // f that is still running.
 //
-// Protect itself does not suspend; it returns f's error. Keep protected
-// work short and bounded: a protected wait that never ends holds up
-// whoever waits for the task (First, Group).
+// Keep protected work short and bounded: a protected wait that never ends
+// holds up whoever waits for the task (First, Group).
 //
 // f runs on the calling task, with the same *Task: Protect is a scope, not
 // a task, so what is bound to the task works inside it, and t.Context()

@@ -107,9 +107,11 @@ func sameLoop(t *Task, l *loop, what string) {
 
 // Listen announces on a local address: network is "tcp", "tcp4", "tcp6" or
 // "unix", and address is as for net.Listen (":8080", "127.0.0.1:0",
-// "/tmp/sock"). A host name is resolved off the loop. It is a cancellation
-// point while it resolves. Errors are *net.OpError values, as from
-// net.Listen; an unknown network is a net.UnknownNetworkError inside one.
+// "/tmp/sock"). It suspends the task only while it resolves a host name,
+// which it does off the loop, and is a cancellation point then: if the
+// task is cancelled, Listen returns an error matching context.Canceled.
+// Errors are *net.OpError values, as from net.Listen; an unknown network
+// is a net.UnknownNetworkError inside one.
 //
 // A task with a Network (WithNetwork, GoWithNetwork) listens on it
 // instead, with its address forms and errors. In a seeded Run (WithSeed)
@@ -167,29 +169,30 @@ func (ln *Listener) Accept(t *Task) (*Conn, error) {
 	}
 }
 
-// Addr returns the listener's address.
+// Addr returns the listener's address. It does not suspend.
 func (ln *Listener) Addr() net.Addr { return ln.impl.addr() }
 
 // Close stops listening. A task suspended in Accept wakes with an error
-// matching net.ErrClosed. Close may be called from any task or goroutine,
-// more than once (later calls return an error matching net.ErrClosed). The
+// matching net.ErrClosed. Close does not suspend; it may be called from
+// any task or goroutine, more than once (later calls return an error
+// matching net.ErrClosed). The
 // descriptor itself is released by the loop at its next scheduling point
 // (at once if the Run has ended); a Unix socket's file is removed.
 func (ln *Listener) Close() error { return ln.impl.close() }
 
 // Dial connects to address on network ("tcp", "tcp4", "tcp6" or "unix"),
-// without blocking the loop: the connect is non-blocking and the task waits
-// for it to complete. A host name is resolved off the loop with
-// net.DefaultResolver (through Offload); IP literals need no resolution.
-// If a name has several addresses they are tried in turn.
+// suspending the task until the connection is made or fails, without
+// blocking the loop (the connect is non-blocking). Dial is a cancellation
+// point: if the task is cancelled it returns the cause (matching
+// context.Canceled) and no connection is left open.
+//
+// A host name is resolved off the loop with net.DefaultResolver (through
+// Offload); IP literals need no resolution. If a name has several
+// addresses they are tried in turn. Errors are *net.OpError values, so
+// errors.Is finds syscall.ECONNREFUSED and the like.
 //
 // A task with a Network dials through it; in a seeded Run without one,
 // Dial returns an error wrapping ErrRealIO (see Listen).
-//
-// Dial is a cancellation point: if the task is cancelled it returns the
-// cause (matching context.Canceled) and no connection is left open. Errors
-// are *net.OpError values, so errors.Is finds syscall.ECONNREFUSED and the
-// like.
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
 	return dial(t, network, address, nil)
@@ -299,8 +302,10 @@ func (c *Conn) exitIO(t *Task, d *ioDeadline) {
 }
 
 // ReadWriter returns an io.ReadWriter that reads and writes c on behalf of
-// t, for bufio, encoders and io.Copy. Like t, it may be used only by t's
-// own task.
+// t, for bufio, encoders and io.Copy. Its Read and Write suspend t as
+// c.Read and c.Write do, and return the same errors (the cause, matching
+// context.Canceled, if t is cancelled). Like t, it may be used only by t's
+// own task. ReadWriter itself does not suspend.
 func (c *Conn) ReadWriter(t *Task) io.ReadWriter {
 	t.check("ReadWriter")
 	sameLoop(t, c.loop, "Conn")
@@ -323,27 +328,29 @@ func (rw *taskRW) Read(b []byte) (int, error)  { return rw.rw.Read(rw.t, b) }
 func (rw *taskRW) Write(b []byte) (int, error) { return rw.rw.Write(rw.t, b) }
 
 // CloseWrite shuts down the writing side: the peer reads EOF, and reading
-// from c still works (a half-close).
+// from c still works (a half-close). It does not suspend.
 func (c *Conn) CloseWrite() error { return c.impl.closeWrite() }
 
 // Close closes the connection. Tasks suspended in Read or Write on it wake
-// with an error matching net.ErrClosed. Close may be called from any task
-// or goroutine, more than once (later calls return an error matching
-// net.ErrClosed). The descriptor is released by the loop at its next
+// with an error matching net.ErrClosed. Close does not suspend; it may be
+// called from any task or goroutine, more than once (later calls return an
+// error matching net.ErrClosed). The descriptor is released by the loop at its next
 // scheduling point (at once if the Run has ended).
 func (c *Conn) Close() error {
 	c.closed.Store(true)
 	return c.impl.close()
 }
 
-// LocalAddr returns the local address.
+// LocalAddr returns the local address. It does not suspend.
 func (c *Conn) LocalAddr() net.Addr { return c.impl.localAddr() }
 
-// RemoteAddr returns the peer's address.
+// RemoteAddr returns the peer's address. It does not suspend.
 func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 
 // ListenPacket opens a datagram socket on a local address: network is
-// "udp", "udp4", "udp6" or "unixgram". Errors are as for Listen, and so
+// "udp", "udp4", "udp6" or "unixgram". As Listen, it suspends the task
+// only while it resolves a host name, and is a cancellation point then
+// (an error matching context.Canceled). Errors are as for Listen, and so
 // is the use of the task's Network and ErrRealIO under a seed.
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
@@ -372,7 +379,8 @@ func (c *PacketConn) ReadFrom(t *Task, b []byte) (int, net.Addr, error) {
 
 // WriteTo sends b as one datagram to addr, suspending while the socket's
 // buffer is full. It is a cancellation point while it waits: if the task is
-// cancelled, nothing was sent.
+// cancelled, it returns the cause (matching context.Canceled) and nothing
+// was sent.
 func (c *PacketConn) WriteTo(t *Task, b []byte, addr net.Addr) (int, error) {
 	t.check("WriteTo")
 	sameLoop(t, c.loop, "PacketConn")
@@ -382,11 +390,12 @@ func (c *PacketConn) WriteTo(t *Task, b []byte, addr net.Addr) (int, error) {
 	return c.impl.writeTo(t, b, addr)
 }
 
-// LocalAddr returns the local address.
+// LocalAddr returns the local address. It does not suspend.
 func (c *PacketConn) LocalAddr() net.Addr { return c.impl.localAddr() }
 
 // Close closes the socket, waking a task suspended on it with an error
-// matching net.ErrClosed; as Conn.Close.
+// matching net.ErrClosed; as Conn.Close, it does not suspend and may be
+// called from any task or goroutine.
 func (c *PacketConn) Close() error { return c.impl.close() }
 
 var (

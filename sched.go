@@ -118,7 +118,10 @@ func (l *loop) checkBatchDue(now int64) {
 
 // Checkpoint offers the loop to other tasks, for a task doing CPU-bound
 // work: call it every so often (every thousand iterations of an inner loop,
-// say). When no switch is due it returns at once, in a few nanoseconds.
+// say). When no switch is due it returns at once, in a few nanoseconds;
+// when one is, it suspends the task (see below). Checkpoint is a
+// cancellation point: if the task has been cancelled it returns the cause
+// (matching context.Canceled).
 //
 // It switches in two cases. At once, if an interactive task is waiting: an
 // fd became ready, a timer fell due, a promise was settled from another
@@ -134,9 +137,6 @@ func (l *loop) checkBatchDue(now int64) {
 // tasks, or, when nothing queued may move (a Local task, the task driving
 // the loop), the calling task itself moves there and Checkpoint returns on
 // that loop (Loop then says which). A Local task never moves.
-//
-// Checkpoint is a cancellation point: if the task has been cancelled it
-// returns the cause (matching context.Canceled).
 func (t *Task) Checkpoint() error {
 	t.check("Checkpoint")
 	l := t.loop

@@ -63,7 +63,9 @@ var chanIDs atomic.Uint64
 
 // Chan is a channel: a FIFO queue of values of type T with a fixed
 // capacity, between tasks of any loop and plain goroutines. Send suspends
-// the task while the channel is full, Recv while it is empty; with
+// the task while the channel is full, Recv while it is empty; both are
+// cancellation points, and a Send or Recv that returns a cancellation
+// (the cause, matching context.Canceled) sent or received nothing. With
 // capacity 0 every value passes directly from a sender to a receiver.
 // Values arrive in the order they were sent, and waiting senders and
 // receivers are served in the order they came.
@@ -160,13 +162,12 @@ func (c *Chan[T]) caller() (*loop, bool) {
 // Send sends v, suspending the task while the channel is full (for
 // capacity 0: until a receiver takes v). It returns nil once the channel
 // has accepted v, and an error matching ErrClosed if the channel is or
-// becomes closed before that; v was then not sent.
+// becomes closed before that; v was then not sent. Send is a cancellation
+// point: if the task is cancelled before v is accepted, Send returns the
+// cause (matching context.Canceled) and v was not sent.
 //
-// Send is a cancellation point: if the task is cancelled before v is
-// accepted, Send returns the cause (matching context.Canceled) and v was
-// not sent. If v was accepted before the cancellation reached the task,
-// Send returns nil, and the next suspension point reports the
-// cancellation.
+// If v was accepted before the cancellation reached the task, Send returns
+// nil, and the next suspension point reports the cancellation.
 func (c *Chan[T]) Send(t *Task, v T) error {
 	t.check("Chan.Send")
 	if err := t.cancelPoint(); err != nil {
@@ -227,12 +228,12 @@ func (c *Chan[T]) sendSlow(t *Task, v T, locked bool) error {
 
 // Recv receives the next value, suspending the task while the channel is
 // empty. Once the channel is closed and drained it returns io.EOF, or the
-// error given to CloseWithError.
+// error given to CloseWithError. Recv is a cancellation point: if the task
+// is cancelled, Recv returns the cause (matching context.Canceled) and
+// received nothing.
 //
-// Recv is a cancellation point: if the task is cancelled, Recv returns the
-// cause (matching context.Canceled) and received nothing; a value that was
-// handed to the task as the cancellation reached it goes to the next
-// receiver.
+// A value that was handed to the task as the cancellation reached it goes
+// to the next receiver.
 func (c *Chan[T]) Recv(t *Task) (T, error) {
 	t.check("Chan.Recv")
 	if err := t.cancelPoint(); err != nil {
@@ -364,7 +365,8 @@ func (c *Chan[T]) Close() { c.close(io.EOF, ErrClosed) }
 // CloseWithError closes the channel as Close does, except that receivers
 // get err instead of io.EOF once they have drained it, and senders get an
 // error that matches both ErrClosed and err. A nil err (or io.EOF) is
-// Close. If the channel is already closed, it does nothing.
+// Close. If the channel is already closed, it does nothing. It never
+// suspends; any goroutine may call it.
 func (c *Chan[T]) CloseWithError(err error) {
 	if err == nil || err == io.EOF {
 		c.Close()
@@ -423,8 +425,12 @@ func (c *Chan[T]) Closed() bool {
 	return closed
 }
 
-// All returns an iterator over the values received from the channel, for
-// use from task t:
+// All returns an iterator over the values received from the channel by
+// task t. All itself does not suspend; each step of the iteration
+// suspends as Recv does. The iteration ends after the last value when the
+// channel was closed with Close; after CloseWithError it yields that error
+// last, and if the task is cancelled it yields the cause (matching
+// context.Canceled) last:
 //
 //	for v, err := range c.All(t) {
 //		if err != nil {
@@ -433,9 +439,6 @@ func (c *Chan[T]) Closed() bool {
 //		use(v)
 //	}
 //
-// Each step suspends as Recv does. The loop ends after the last value when
-// the channel was closed with Close; after CloseWithError it yields that
-// error last, and if the task is cancelled it yields the cause last.
 // Leaving the loop early (break, return) or a cancellation stops the
 // producer of a channel made by Generate (its yield returns an error); on
 // any other channel it changes nothing.
@@ -483,11 +486,11 @@ func (c *Chan[T]) consumerStopped() {
 // SendWait sends v from a plain goroutine, blocking that goroutine (and
 // nothing else) while the channel is full. It returns nil once v was
 // accepted, an error matching ErrClosed if the channel is closed first,
-// or ctx.Err() if ctx is done first (v was then not sent). While it
-// blocks, the loops of tasks waiting on the channel stay alive.
+// or ctx.Err() if ctx is done first (v was then not sent). It suspends no
+// task: called from a task, whose whole loop it would block, it panics
+// (use Send).
 //
-// SendWait must not be called from a task: it would block the task's
-// whole loop (it panics; use Send).
+// While it blocks, the loops of tasks waiting on the channel stay alive.
 func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 	if !c.plain.Plain() {
 		mustNotBeTask("Chan.SendWait", "Send")
@@ -528,10 +531,10 @@ func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 // goroutine (and nothing else) while the channel is empty. It returns
 // io.EOF (or the CloseWithError error) once the channel is closed and
 // drained, or ctx.Err() if ctx is done first (nothing was then received).
-// While it blocks, the loops of tasks waiting on the channel stay alive.
+// It suspends no task: called from a task, whose whole loop it would
+// block, it panics (use Recv).
 //
-// RecvWait must not be called from a task: it would block the task's
-// whole loop (it panics; use Recv).
+// While it blocks, the loops of tasks waiting on the channel stay alive.
 func (c *Chan[T]) RecvWait(ctx context.Context) (T, error) {
 	if !c.plain.Plain() {
 		mustNotBeTask("Chan.RecvWait", "Recv")

@@ -42,11 +42,11 @@ func (e *Event) Set() {
 func (e *Event) IsSet() bool { return e.set.Load() }
 
 // Wait suspends the task until the event is set, and returns nil then; if
-// it is already set, Wait returns at once.
+// it is already set, Wait returns at once. Wait is a cancellation point:
+// if the task has been cancelled, Wait returns the cause (matching
+// context.Canceled) at once, even if the event is set; if it is cancelled
+// while it waits, Wait returns the cause then.
 //
-// Wait is a cancellation point: if the task has been cancelled, Wait
-// returns the cause (matching context.Canceled) at once, even if the event
-// is set; if it is cancelled while it waits, Wait returns the cause then.
 // A task woken by Set returns nil even if a cancellation reaches it before
 // it resumes (the event happened; the next suspension point reports it).
 func (e *Event) Wait(t *Task) error {

@@ -37,11 +37,11 @@ type Mutex struct {
 }
 
 // Lock takes the lock, suspending the task while another holds it. It
-// returns nil once the task holds the lock.
+// returns nil once the task holds the lock. Lock is a cancellation point:
+// if the task is cancelled, Lock returns the cause (matching
+// context.Canceled) and the task does not hold the lock.
 //
-// Lock is a cancellation point: if the task is cancelled, Lock returns the
-// cause (matching context.Canceled) and the task does not hold the lock;
-// a lock handed to the task as the cancellation reached it goes to the
+// A lock handed to the task as the cancellation reached it goes to the
 // next waiter.
 func (m *Mutex) Lock(t *Task) error {
 	t.check("Mutex.Lock")

@@ -37,13 +37,13 @@ func NewSemaphore(n int64) *Semaphore {
 
 // Acquire takes n permits, suspending the task until they are available
 // and every task that asked before it has been served. It returns nil
-// once the task holds them. n must be between 0 and the semaphore's size
-// (more could never be granted): otherwise Acquire panics.
+// once the task holds them. Acquire is a cancellation point: if the task
+// is cancelled, Acquire returns the cause (matching context.Canceled) and
+// holds no permits.
 //
-// Acquire is a cancellation point: if the task is cancelled, Acquire
-// returns the cause (matching context.Canceled) and holds no permits;
-// permits granted to the task as the cancellation reached it are released
-// to the next waiters.
+// Permits granted to the task as the cancellation reached it are released
+// to the next waiters. n must be between 0 and the semaphore's size (more
+// could never be granted): otherwise Acquire panics.
 func (s *Semaphore) Acquire(t *Task, n int64) error {
 	t.check("Semaphore.Acquire")
 	return s.acquire(t, n, "Semaphore.Acquire")

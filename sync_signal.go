@@ -57,16 +57,16 @@ func (w *sigWatch) forward() {
 // Signal subscribes to the given signals of the process and returns the
 // channel they are delivered on: each arrival of one of them goes to
 // every channel subscribed to it (a channel whose buffer, one per signal,
-// is full misses it). While subscribed, the signals no longer have their
-// default effect (SIGINT no longer ends the program, say).
+// is full misses it). It does not suspend and is not a cancellation
+// point. While subscribed, the signals no longer have their default
+// effect (SIGINT no longer ends the program, say).
 //
 // A task waiting on the channel is not deadlocked: a signal may come at
 // any time. Closing the channel (from any task or goroutine) ends the
 // subscription, as does the end of task t, which closes the channel;
 // when no subscription to a signal is left, its default behaviour is
 // restored (unless other code of the process asked for it with
-// os/signal). Signal panics when given no signal or a nil one. It does
-// not suspend and is not a cancellation point.
+// os/signal). Signal panics when given no signal or a nil one.
 func Signal(t *Task, sigs ...os.Signal) *Chan[os.Signal] {
 	t.check("Signal")
 	if len(sigs) == 0 {

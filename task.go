@@ -311,10 +311,11 @@ func (t *Task) finish(err error) {
 }
 
 // Go starts f as a new task, a child of t, and returns the promise of its
-// result. The child runs first: Go queues the child, then t, and t resumes
-// when the child suspends or finishes (and every task queued before them
-// has had its turn). Go is not a cancellation point; a child of a cancelled
-// task starts cancelled unless t is inside Protect.
+// result. Go suspends t while the child runs first: it queues the child,
+// then t, and t resumes when the child suspends or finishes (and every
+// task queued before them has had its turn). Go is not a cancellation
+// point; a child of a cancelled task starts cancelled unless t is inside
+// Protect.
 //
 // A spawn costs about one coroutine switch there and back plus one
 // allocation; finished coroutines are pooled, so no goroutine is started
@@ -354,10 +355,10 @@ func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintp
 	return &c.promise
 }
 
-// Yield lets every other runnable task run, then continues: the task goes
-// to the back of the run queue. It is a cancellation point: if the task has
-// been cancelled, Yield returns the cause (an error matching
-// context.Canceled) without yielding.
+// Yield suspends the task while every other runnable task runs, then
+// continues: the task goes to the back of the run queue. It is a
+// cancellation point: if the task has been cancelled, Yield returns the
+// cause (an error matching context.Canceled) without yielding.
 func (t *Task) Yield() error {
 	t.check("Yield")
 	if err := t.cancelPoint(); err != nil {
@@ -398,7 +399,7 @@ func (t *Task) Sleep(d time.Duration) error {
 	return t.block(waitTimer)
 }
 
-// Now returns the current time on the loop's clock.
+// Now returns the current time on the loop's clock. It does not suspend.
 func (t *Task) Now() time.Time {
 	t.check("Now")
 	return t.loop.clock.Now()
@@ -496,14 +497,14 @@ func (t *Task) spawnSite() string {
 // cancelled or has finished, whichever comes first; its Err is then
 // context.Canceled (or context.DeadlineExceeded after a Timeout) and
 // context.Cause gives the cancellation cause. Pass it to code that takes a
-// context, such as the code inside Offload. Unlike the Task itself, the
-// context may be used from any goroutine.
+// context, such as the code inside Offload. Context does not suspend.
+// Unlike the Task itself, the context may be used from any goroutine.
 //
 // Context may be called by the task's own code, and by the function an
 // Offload of the task runs (on the pool's goroutine, while it runs, even
 // after the task was cancelled or finished: its context is then done).
 // From anywhere else it panics, as every Task method does; pass the
-// context itself to other goroutines. It does not suspend.
+// context itself to other goroutines.
 func (t *Task) Context() context.Context {
 	if t != nil {
 		if h := helperOf(t); h != nil {

@@ -39,9 +39,9 @@ package weft
 //     above it meanwhile is then delivered below it, to the task and to
 //     every task started inside the Protect that still runs.
 //  5. A task that waits while cancelled is interrupted, unless it holds
-//     cancellation back (x.hold > 0: the join at the end of First and
-//     Group); it then sees the cause at its first suspension point after
-//     the hold ends.
+//     cancellation back (t.extra.hold > 0: the join at the end of First
+//     and Group); it then sees the cause at its first suspension point
+//     after the hold ends.
 //
 // Deadlines. Timeout pushes a scope with a deadline on its task. A timer
 // on the loop cancels the scope when the deadline passes; and since the
@@ -150,7 +150,7 @@ func chainDeadline(s *scope) *deadline {
 
 // innermost returns the scope t's code is in now.
 func (t *Task) innermost() *scope {
-	if x := t.x; x != nil && x.cur != nil {
+	if x := t.extra; x != nil && x.cur != nil {
 		return x.cur
 	}
 	return &t.root
@@ -174,7 +174,7 @@ func (t *Task) causeNow() error {
 // its deadline has passed) and it is not holding cancellation back.
 func (t *Task) cancelPoint() error {
 	if t.cancelled.Load() {
-		if x := t.x; x == nil || x.hold == 0 {
+		if x := t.extra; x == nil || x.hold == 0 {
 			return t.causeNow()
 		}
 		return nil
@@ -191,17 +191,17 @@ func (l *loop) cancelScope(s *scope, cause error) {
 	rs := l.rs
 	rs.lock()
 	if s.st == nil || s.st.cause == nil {
-		l.reach(s, cause)
+		l.refreshSubtree(s, cause)
 	}
 	rs.unlock()
 }
 
-// reach walks the subtree of top, not entering shields: with a cause, it
-// gives every scope it reaches the cause (invariant 2); either way it
-// refreshes every task it reaches (invariant 3), cancelling and
+// refreshSubtree walks the subtree of top, not entering shields: with a
+// cause, it gives every scope it reaches the cause (invariant 2); either
+// way it refreshes every task it reaches (invariant 3), cancelling and
 // interrupting those that become cancelled. It does not recurse: spawn
 // trees can be deep. Run lock held.
-func (l *loop) reach(top *scope, cause error) {
+func (l *loop) refreshSubtree(top *scope, cause error) {
 	s := top
 	for {
 		if cause != nil {
@@ -248,7 +248,7 @@ func (l *loop) refresh(t *Task) {
 	if dl := chainDeadline(in); dl != t.dl.Load() {
 		t.dl.Store(dl)
 	}
-	if x := t.x; x != nil && len(x.ctxs) > 0 {
+	if x := t.extra; x != nil && len(x.ctxs) > 0 {
 		t.cancelContexts() // those of scopes the cancellation reached, shielded code or not
 	}
 	if cause == nil {
@@ -275,7 +275,7 @@ func (l *loop) deliverLocked(t *Task, cause error) {
 	if t.state == stateDone {
 		return
 	}
-	if x := t.x; x == nil || x.hold == 0 {
+	if x := t.extra; x == nil || x.hold == 0 {
 		l.interrupt(t, cause)
 	}
 }
@@ -305,7 +305,7 @@ func (l *loop) cancel(t *Task, cause error) {
 // opened in a cancelled chain holds the cause itself (invariant 2), unless
 // it is a shield.
 func (t *Task) pushScope(s *scope) {
-	x := t.extra()
+	x := t.ensureExtra()
 	rs := t.rs
 	rs.lock()
 	s.task = t
@@ -326,7 +326,7 @@ func (t *Task) pushScope(s *scope) {
 // it meanwhile is delivered now (invariant 4), to t and to them.
 func (t *Task) popScope(s *scope) {
 	l := t.loop
-	x := t.x
+	x := t.extra
 	rs := t.rs
 	rs.lock()
 	defer rs.unlock()
@@ -334,7 +334,7 @@ func (t *Task) popScope(s *scope) {
 		s.st.shield = false
 		cause := chainCause(s.parent)
 		// The shield's subtree may now see causes and deadlines from above.
-		l.reach(s, cause)
+		l.refreshSubtree(s, cause)
 	}
 	t.endContext(s, errScopeEnded)
 	parent := s.parent
@@ -346,7 +346,7 @@ func (t *Task) popScope(s *scope) {
 	}
 	s.close()
 	for _, c := range moved {
-		l.reach(c, nil) // tasks started in a Timeout no longer run under its deadline
+		l.refreshSubtree(c, nil) // tasks started in a Timeout no longer run under its deadline
 	}
 	if parent == &t.root {
 		x.cur = nil
@@ -362,7 +362,7 @@ func (t *Task) popScope(s *scope) {
 // is for the joins of First and Group, whose children are cancelled
 // anyway.
 func (t *Task) holdCancel() (release func()) {
-	x := t.extra()
+	x := t.ensureExtra()
 	x.hold++
 	return func() { x.hold-- }
 }

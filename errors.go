@@ -23,7 +23,7 @@ type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the panicking goroutine's stack, as runtime/debug.Stack prints it
 
-	misuse bool // Value is a "weft:" misuse panic: re-raised, not returned (loud)
+	misuse bool // Value is a "weft:" misuse panic: re-raised, not returned (reraiseMisuse)
 }
 
 func newPanicError(v any) *PanicError {
@@ -76,9 +76,9 @@ func misuseIn(err error) *PanicError {
 	return nil
 }
 
-// loud re-raises, in the caller, a misuse panic that err carries (see
-// PanicError); otherwise it returns err.
-func loud(err error) error {
+// reraiseMisuse re-raises, in the caller, a misuse panic that err
+// carries (see PanicError); otherwise it returns err.
+func reraiseMisuse(err error) error {
 	if m := misuseIn(err); m != nil {
 		panic(m.misuseMessage())
 	}

@@ -84,7 +84,7 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 		if r != nil {
 			panic(r)
 		}
-		err = loud(err) // a group task's misuse is re-raised, not returned
+		err = reraiseMisuse(err) // a group task's misuse is re-raised, not returned
 	}()
 	if berr := body(g); berr != nil && !isCancellation(berr) {
 		g.fail(t, berr)

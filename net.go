@@ -226,7 +226,7 @@ func homeOf(t *Task, c connImpl) *loop {
 // unless it is there already (see handover.go).
 func (c *Conn) toHome(t *Task) error {
 	for t.loop != c.loop {
-		if err := t.moveTo_(c.loop, "a Conn"); err != nil {
+		if err := t.migrate(c.loop, "a Conn"); err != nil {
 			return err
 		}
 	}

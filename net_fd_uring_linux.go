@@ -107,7 +107,7 @@ func (fd *netFD) opStart(t *Task, m poller.Mode) (moved bool, err error) {
 		return false, errAborted
 	}
 	if fd.loop != t.loop {
-		return true, t.moveTo_(fd.loop, "a Conn, Listener or File")
+		return true, t.migrate(fd.loop, "a Conn, Listener or File")
 	}
 	if fd.dl != nil {
 		if err := fd.dl.expired(t.loop, m); err != nil {
@@ -158,7 +158,7 @@ func (fd *netFD) recvSingle(t *Task, b []byte) (int, error) {
 			fd.drained = int(res) < len(b) // t is still pinned to fd's loop: Conn.Read
 			// Delivered even if the task was interrupted meanwhile: the
 			// data is read (the cancellation shows at the next wait).
-			t.spend()
+			t.spendBudget()
 			return int(res), nil
 		}
 		if fd.closing.Load() {
@@ -168,7 +168,7 @@ func (fd *netFD) recvSingle(t *Task, b []byte) (int, error) {
 			return 0, fd.opErr("read", err)
 		}
 		if res == 0 {
-			t.spend()
+			t.spendBudget()
 			return 0, io.EOF
 		}
 		if retryable(res) {
@@ -206,7 +206,7 @@ func (fd *netFD) sendOp(t *Task, b []byte) (int, error) {
 		}
 		return written, fd.opErr("write", os.NewSyscallError("send", syscall.Errno(-res)))
 	}
-	t.spend()
+	t.spendBudget()
 	return written, nil
 }
 
@@ -231,7 +231,7 @@ func (ln *fdListener) acceptOp(t *Task) (connImpl, error) {
 		if res >= 0 {
 			// A connection accepted as the task was interrupted is
 			// delivered, not dropped: its client is connected.
-			t.spend()
+			t.spendBudget()
 			if ln.keepAlive > 0 {
 				setKeepAlive(int(res), ln.keepAlive) // a ListenConfig's
 			}
@@ -396,7 +396,7 @@ func (fd *netFD) recvMultishot(t *Task, b []byte, p *poller.Provided) (int, erro
 			// fd's loop: Conn.Read moved and pinned it).
 			if t.loop == fd.loop {
 				n := fd.copyOut(p, b)
-				t.spend()
+				t.spendBudget()
 				return n, nil
 			}
 		}
@@ -413,7 +413,7 @@ func (fd *netFD) recvMultishot(t *Task, b []byte, p *poller.Provided) (int, erro
 			fd.rErr = nil
 			return 0, fd.opErr("read", os.NewSyscallError("recv", err))
 		case fd.rEOF:
-			t.spend()
+			t.spendBudget()
 			return 0, io.EOF
 		case fd.noBufs && fd.ms == nil:
 			fd.noBufs = false

@@ -199,7 +199,7 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, err
 	}
-	return v, loud(ferr) // a misuse in f (the Task used there, say) is re-raised
+	return v, reraiseMisuse(ferr) // a misuse in f (the Task used there, say) is re-raised
 }
 
 // ReadFile reads the named file off the loop (through Offload), suspending

@@ -95,7 +95,7 @@ func Blocking[T any](t *Task, f func(ctx context.Context) (T, error)) (T, error)
 	c.run(t, bs)
 	bs.slots.release(1, t.loop)
 	if c.panicked != nil {
-		return zero, loud(c.panicked) // a misuse in f (the Task used there) is re-raised
+		return zero, reraiseMisuse(c.panicked) // a misuse in f (the Task used there) is re-raised
 	}
 	return c.v, c.err
 }

@@ -109,7 +109,7 @@ func (ws *waitState) fire(w *waiter) {
 }
 
 func (t *Task) waitState() *waitState {
-	x := t.extra()
+	x := t.ensureExtra()
 	if x.w == nil {
 		x.w = &waitState{}
 		x.w.single.task = t
@@ -260,7 +260,7 @@ func (l *loop) notify(w *waiter, gen, tgen uint32) {
 		return // the wait was withdrawn; this wake is stale
 	}
 	w.on = nil
-	if ws := t.x.w; w.multi {
+	if ws := t.extra.w; w.multi {
 		// One of several promises a multi-wait registered with: record the
 		// completion order even if the task is already awake.
 		ws.fire(w)
@@ -334,7 +334,7 @@ func (p *Promise[T]) Await(t *Task) (T, error) {
 			return zero, err
 		}
 	} else {
-		t.spend()
+		t.spendBudget()
 	}
 	return p.result()
 }
@@ -344,7 +344,7 @@ func (p *Promise[T]) result() (T, error) {
 	err := p.p.err
 	if err != nil {
 		p.p.markHandled()
-		loud(err) // a misuse is re-raised, not returned
+		reraiseMisuse(err) // a misuse is re-raised, not returned
 	}
 	return p.val, err
 }
@@ -380,7 +380,7 @@ func (t *Task) promiseWaitAllowed() error {
 
 // noteWaitSite records where the task waits, for a deadlock report.
 func (t *Task) noteWaitSite(op string) {
-	ws := t.x.w
+	ws := t.extra.w
 	ws.op = op
 	clear(ws.pcs[:])
 	fpCallers(ws.pcs[:])

@@ -135,7 +135,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	}
 	errs = append(errs, rs.unobservedErrors()...)
 	for _, err := range errs {
-		loud(err) // a misuse in main or in a task nobody awaited: Run's caller panics
+		reraiseMisuse(err) // a misuse in main or in a task nobody awaited: Run's caller panics
 	}
 	switch len(errs) {
 	case 0:

@@ -176,7 +176,7 @@ func (c *Chan[T]) Send(t *Task, v T) error {
 	if c.own.Load() == t.loop && c.recvq.head == nil && c.n < len(c.buf) && !c.closed {
 		// The fast path: owned by this loop (no lock), room, nobody to wake.
 		c.pushLocked(v)
-		t.spend()
+		t.spendBudget()
 		return nil
 	}
 	return c.send(t, v)
@@ -194,7 +194,7 @@ func (c *Chan[T]) send(t *Task, v T) error {
 		c.release(locked)
 		ws.wake(l)
 		if err == nil {
-			t.spend()
+			t.spendBudget()
 		}
 		return err
 	}
@@ -243,7 +243,7 @@ func (c *Chan[T]) Recv(t *Task) (T, error) {
 	if c.own.Load() == t.loop && c.n > 0 && c.sendq.head == nil && c.back == nil {
 		// The fast path: owned by this loop (no lock), a value, nobody to wake.
 		v := c.popLocked()
-		t.spend()
+		t.spendBudget()
 		return v, nil
 	}
 	return c.recv(t)
@@ -262,13 +262,13 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 		if v, ok := c.takeLocked(&ws); ok {
 			c.release(locked)
 			ws.wake(l)
-			t.spend()
+			t.spendBudget()
 			return v, nil
 		}
 		if c.closed {
 			err := c.recvErr
 			c.release(locked)
-			return zero, loud(err)
+			return zero, reraiseMisuse(err)
 		}
 		// Park, unless the channel is shared and nothing else is runnable
 		// here: the value may then be on its way from another goroutine,
@@ -321,7 +321,7 @@ func (c *Chan[T]) recvSlow(t *Task, locked bool) (T, error) {
 	case st == nodeDone:
 		return v, nil
 	}
-	return zero, loud(recvErr) // st == nodeClosed; a Generate producer's misuse is re-raised
+	return zero, reraiseMisuse(recvErr) // st == nodeClosed; a Generate producer's misuse is re-raised
 }
 
 // TrySend sends v if that needs no wait: a receiver is waiting, or the

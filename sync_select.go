@@ -189,7 +189,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 			unlockAll()
 			ws.wake(t.loop)
 			if err == nil {
-				t.spend()
+				t.spendBudget()
 			}
 			return i, err
 		}

@@ -47,7 +47,7 @@ type Task struct {
 	id        uint32
 	parent    uint32     // immutable: the id of the task that started it (0: none), for observers
 	spawnPC   uintptr    // where Go (or Run) was called
-	x         *taskExtra // what only some tasks need, made on first use
+	extra     *taskExtra // what only some tasks need, made on first use
 	obs       taskObs    // what observers read: name, parent, wait (observe.go)
 }
 
@@ -81,19 +81,20 @@ type taskExtra struct {
 	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
 }
 
-// extra returns t's extra record, making it on first use. Only t's own
-// loop calls it; it publishes the record under the run lock, since the
-// cancellation walk of another loop may read t.x (and x.cur) under it.
-func (t *Task) extra() *taskExtra {
-	if t.x == nil {
+// ensureExtra returns t's extra record, making it on first use. Only
+// t's own loop calls it; it publishes the record under the run lock,
+// since the cancellation walk of another loop may read t.extra (and its
+// cur) under it.
+func (t *Task) ensureExtra() *taskExtra {
+	if t.extra == nil {
 		x := &taskExtra{}
 		x.timer.index = -1
 		x.timer.task = t
 		t.rs.lock()
-		t.x = x
+		t.extra = x
 		t.rs.unlock()
 	}
-	return t.x
+	return t.extra
 }
 
 type taskState uint8
@@ -198,7 +199,7 @@ func (c *taskCell[T]) RunJob() {
 		}
 		t.finish(err)
 		c.promise.settle(v, err, t.loop)
-		if x := t.x; x != nil && len(x.atExit) > 0 {
+		if x := t.extra; x != nil && len(x.atExit) > 0 {
 			t.runAtExit(x)
 		}
 	}()
@@ -210,7 +211,7 @@ func (c *taskCell[T]) RunJob() {
 // promise has settled, in the order registered (the group's failure
 // handler, say). fn must not suspend: it runs as the very end of t.
 func (t *Task) atExit(fn func()) {
-	x := t.extra()
+	x := t.ensureExtra()
 	x.atExit = append(x.atExit, fn)
 }
 
@@ -284,7 +285,7 @@ func (t *Task) inherit(parent *scope) {
 // report.
 func (t *Task) finish(err error) {
 	l := t.loop
-	if t.x != nil && t.x.finish != nil {
+	if t.extra != nil && t.extra.finish != nil {
 		t.runFinishHooks()
 	}
 	rs := l.rs
@@ -299,7 +300,7 @@ func (t *Task) finish(err error) {
 	}
 	r.close()
 	for _, c := range moved {
-		l.reach(c, nil) // they no longer run under t's deadline
+		l.refreshSubtree(c, nil) // they no longer run under t's deadline
 	}
 	rs.unlock()
 	t.closeContexts()
@@ -365,7 +366,7 @@ func (t *Task) Yield() error {
 		return err
 	}
 	l := t.loop
-	if x := t.x; x != nil {
+	if x := t.extra; x != nil {
 		x.cpu, x.batch = 0, false // it gives way on its own: interactive
 	}
 	l.ready(t)
@@ -392,7 +393,7 @@ func (t *Task) Sleep(d time.Duration) error {
 	if l.aborted {
 		return errAborted
 	}
-	x := t.extra()
+	x := t.ensureExtra()
 	t.newWait()
 	x.timer.when = l.deadline(int64(d))
 	l.timers.push(&x.timer)
@@ -415,11 +416,11 @@ func (t *Task) block(kind waitKind) error {
 	if ownerChecks {
 		t.loop.assertOwner("a task's wait")
 	}
-	t.extra() // interrupt, perhaps under the run lock, writes x.wakeErr
+	t.ensureExtra() // interrupt, perhaps under the run lock, writes t.extra.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind
 	t.waitTok.Store(t.waitGen)
-	if x := t.x; x != nil {
+	if x := t.extra; x != nil {
 		x.cpu, x.batch = 0, false // it waits on its own: interactive again
 	}
 	t.obsWait(kind)
@@ -437,7 +438,7 @@ func (t *Task) newWait() uint32 {
 }
 
 func (t *Task) takeWakeErr() error {
-	if x := t.x; x != nil && x.wakeErr != nil {
+	if x := t.extra; x != nil && x.wakeErr != nil {
 		err := x.wakeErr
 		x.wakeErr = nil
 		return err

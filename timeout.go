@@ -129,7 +129,7 @@ func (t *Task) checkDeadline(d *deadline) error {
 		return nil
 	}
 	t.loop.expire(d)
-	if t.cancelled.Load() && (t.x == nil || t.x.hold == 0) {
+	if t.cancelled.Load() && (t.extra == nil || t.extra.hold == 0) {
 		return t.causeNow()
 	}
 	return nil

@@ -8,8 +8,11 @@ package weft
 // the group's scope, for a group task). Inside a task, Group pushes a scope
 // for its body, Timeout a scope with a deadline, and Protect a shield; each
 // pops when the call returns.
-// So the scopes of a loop form one tree, rooted at loop.root's scope, and
-// every live task's root scope is in it.
+// So the scopes of a Run form one tree, rooted at the root scope of the
+// Run's sentinel task (runState.root), and every live task's root scope
+// is in it. The tree spans the Run's loops: the run lock guards it (with
+// one loop the lock is not taken, and the loop's thread is the only one
+// that touches it).
 //
 // Cancelling a scope gives it a cause and reaches down the tree: every
 // scope below it gets the cause too, and every task whose code is in one of
@@ -28,7 +31,7 @@ package weft
 //     chain. So when a scope closes and its children move to its parent (a
 //     Group body that started plain Go tasks returns; a task finishes with
 //     children still running), nothing that was cancelled stops being so.
-//  3. t.cancelled == (chainCause(innermost scope of t) != nil), and x.dl is
+//  3. t.cancelled == (chainCause(innermost scope of t) != nil), and t.dl is
 //     the earliest deadline on the same chain, up to the first shield. Both
 //     are refreshed whenever the chain or a scope on it changes.
 //  4. A shield's own cause stays nil while it is open. When Protect
@@ -36,15 +39,15 @@ package weft
 //     above it meanwhile is then delivered below it, to the task and to
 //     every task started inside the Protect that still runs.
 //  5. A task that waits while cancelled is interrupted, unless it holds
-//     cancellation back (x.hold > 0: the join at the end of First and
-//     Group); it then sees the cause at its first suspension point after
-//     the hold ends.
+//     cancellation back (t.extra.hold > 0: the join at the end of First
+//     and Group); it then sees the cause at its first suspension point
+//     after the hold ends.
 //
 // Deadlines. Timeout pushes a scope with a deadline on its task. A timer
 // on the loop cancels the scope when the deadline passes; and since the
 // loop may not look at its timers for a while (tasks that keep yielding to
 // each other), every suspension point of a task under a deadline also
-// compares the clock with x.dl and expires it at once. Deadlines above a
+// compares the clock with t.dl and expires it at once. Deadlines above a
 // shield do not apply below it.
 
 import (
@@ -52,7 +55,7 @@ import (
 	"errors"
 )
 
-// scope is a node of the cancellation tree. Loop-owned.
+// scope is a node of the cancellation tree. Guarded by the run lock.
 type scope struct {
 	parent            *scope
 	child, prev, next *scope      // the scopes directly inside: nested ones, and root scopes of tasks started here
@@ -147,7 +150,7 @@ func chainDeadline(s *scope) *deadline {
 
 // innermost returns the scope t's code is in now.
 func (t *Task) innermost() *scope {
-	if x := t.x; x != nil && x.cur != nil {
+	if x := t.extra; x != nil && x.cur != nil {
 		return x.cur
 	}
 	return &t.root
@@ -171,7 +174,7 @@ func (t *Task) causeNow() error {
 // its deadline has passed) and it is not holding cancellation back.
 func (t *Task) cancelPoint() error {
 	if t.cancelled.Load() {
-		if x := t.x; x == nil || x.hold == 0 {
+		if x := t.extra; x == nil || x.hold == 0 {
 			return t.causeNow()
 		}
 		return nil
@@ -188,17 +191,17 @@ func (l *loop) cancelScope(s *scope, cause error) {
 	rs := l.rs
 	rs.lock()
 	if s.st == nil || s.st.cause == nil {
-		l.reach(s, cause)
+		l.refreshSubtree(s, cause)
 	}
 	rs.unlock()
 }
 
-// reach walks the subtree of top, not entering shields: with a cause, it
-// gives every scope it reaches the cause (invariant 2); either way it
-// refreshes every task it reaches (invariant 3), cancelling and
+// refreshSubtree walks the subtree of top, not entering shields: with a
+// cause, it gives every scope it reaches the cause (invariant 2); either
+// way it refreshes every task it reaches (invariant 3), cancelling and
 // interrupting those that become cancelled. It does not recurse: spawn
 // trees can be deep. Run lock held.
-func (l *loop) reach(top *scope, cause error) {
+func (l *loop) refreshSubtree(top *scope, cause error) {
 	s := top
 	for {
 		if cause != nil {
@@ -245,7 +248,7 @@ func (l *loop) refresh(t *Task) {
 	if dl := chainDeadline(in); dl != t.dl.Load() {
 		t.dl.Store(dl)
 	}
-	if x := t.x; x != nil && len(x.ctxs) > 0 {
+	if x := t.extra; x != nil && len(x.ctxs) > 0 {
 		t.cancelContexts() // those of scopes the cancellation reached, shielded code or not
 	}
 	if cause == nil {
@@ -272,7 +275,7 @@ func (l *loop) deliverLocked(t *Task, cause error) {
 	if t.state == stateDone {
 		return
 	}
-	if x := t.x; x == nil || x.hold == 0 {
+	if x := t.extra; x == nil || x.hold == 0 {
 		l.interrupt(t, cause)
 	}
 }
@@ -302,7 +305,7 @@ func (l *loop) cancel(t *Task, cause error) {
 // opened in a cancelled chain holds the cause itself (invariant 2), unless
 // it is a shield.
 func (t *Task) pushScope(s *scope) {
-	x := t.extra()
+	x := t.ensureExtra()
 	rs := t.rs
 	rs.lock()
 	s.task = t
@@ -323,7 +326,7 @@ func (t *Task) pushScope(s *scope) {
 // it meanwhile is delivered now (invariant 4), to t and to them.
 func (t *Task) popScope(s *scope) {
 	l := t.loop
-	x := t.x
+	x := t.extra
 	rs := t.rs
 	rs.lock()
 	defer rs.unlock()
@@ -331,7 +334,7 @@ func (t *Task) popScope(s *scope) {
 		s.st.shield = false
 		cause := chainCause(s.parent)
 		// The shield's subtree may now see causes and deadlines from above.
-		l.reach(s, cause)
+		l.refreshSubtree(s, cause)
 	}
 	t.endContext(s, errScopeEnded)
 	parent := s.parent
@@ -343,7 +346,7 @@ func (t *Task) popScope(s *scope) {
 	}
 	s.close()
 	for _, c := range moved {
-		l.reach(c, nil) // tasks started in a Timeout no longer run under its deadline
+		l.refreshSubtree(c, nil) // tasks started in a Timeout no longer run under its deadline
 	}
 	if parent == &t.root {
 		x.cur = nil
@@ -359,7 +362,7 @@ func (t *Task) popScope(s *scope) {
 // is for the joins of First and Group, whose children are cancelled
 // anyway.
 func (t *Task) holdCancel() (release func()) {
-	x := t.extra()
+	x := t.ensureExtra()
 	x.hold++
 	return func() { x.hold-- }
 }
@@ -442,10 +445,10 @@ func causeValue(err error) error {
 	return err
 }
 
-// Cancel asks the task behind p to stop, and returns at once: like a
-// context.CancelFunc, it does not wait for the task to finish (Await does).
-// Any goroutine may call it, any number of times. It is CancelWithCause
-// with context.Canceled.
+// Cancel asks the task behind p to stop, and returns at once, without
+// suspending: like a context.CancelFunc, it does not wait for the task to
+// finish (Await does). Any goroutine may call it, any number of times. It
+// is CancelWithCause with context.Canceled.
 //
 // The task is woken at its current suspension point (Sleep, Await, Yield,
 // All, Race, Readable, Writable and the I/O operations), which returns an
@@ -470,7 +473,7 @@ func (p *Promise[T]) Cancel() {
 // return an error that matches both context.Canceled and cause (errors.Is),
 // and context.Cause of its Context returns cause. A nil cause is
 // context.Canceled. On a promise made by NewPromise it settles the promise
-// with the zero value and that error.
+// with the zero value and that error. As Cancel, it does not suspend.
 func (p *Promise[T]) CancelWithCause(cause error) {
 	if p == nil {
 		panic("weft: CancelWithCause called on a nil *Promise")
@@ -500,8 +503,12 @@ func (p *Promise[T]) cancelWith(cause error) {
 }
 
 // Protect runs f shielded from cancellation, for cleanup that must finish
-// even when the task is being cancelled: a polite close, a final write.
-// (Trio calls this a shielded cancel scope, Eio Cancel.protect.)
+// even when the task is being cancelled: a polite close, a final write. It
+// returns f's error. Protect itself does not suspend (f's suspension
+// points do), and while f runs no cancellation from outside reaches it:
+// its suspension points return none; one that arrived meanwhile is
+// delivered when f returns. (Trio calls this a shielded cancel scope, Eio
+// Cancel.protect.)
 //
 // Exactly what the shield covers: while f runs, a cancellation arriving
 // from outside (Promise.Cancel of this task or an ancestor, a Timeout or
@@ -513,9 +520,8 @@ func (p *Promise[T]) cancelWith(cause error) {
 // (its next suspension point returns it) and to every task started inside
 // f that is still running.
 //
-// Protect itself does not suspend; it returns f's error. Keep protected
-// work short and bounded: a protected wait that never ends holds up
-// whoever waits for the task (First, Group).
+// Keep protected work short and bounded: a protected wait that never ends
+// holds up whoever waits for the task (First, Group).
 //
 // f runs on the calling task, with the same *Task: Protect is a scope, not
 // a task, so what is bound to the task works inside it, and t.Context()

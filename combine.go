@@ -6,15 +6,15 @@ import (
 )
 
 // All waits for every promise and returns their values in the promises'
-// order. If one fails, All returns that failure at once, without waiting
-// for the rest, which run on (All does not cancel them). If several fail,
-// it returns the first in completion order; promises that had settled
-// before All was called count as completed first, in argument order.
+// order, suspending the task while promises are pending; if one fails, it
+// returns that failure at once. It is a cancellation point: if the task
+// has been cancelled (or its deadline has passed), All returns the cause
+// (matching context.Canceled), whether or not the promises have settled.
 //
-// All suspends while promises are pending. It is a cancellation point: if
-// the task has been cancelled (or its deadline has passed), All returns
-// the cause (matching context.Canceled), whether or not the promises have
-// settled.
+// All cancels nothing: after a failure the other promises' tasks run on.
+// If several fail, All returns the first in completion order; promises
+// that had settled before All was called count as completed first, in
+// argument order.
 func All[T any](t *Task, ps ...*Promise[T]) ([]T, error) {
 	t.check("All")
 	cores := promiseCores("All", ps)
@@ -44,14 +44,13 @@ func All[T any](t *Task, ps ...*Promise[T]) ([]T, error) {
 }
 
 // Race returns the result, value and error, of the first promise to
-// settle. Promises already settled when Race is called win in argument
-// order. The others are left running: Race does not cancel them (First
-// does).
-//
-// Race suspends while all promises are pending. It is a cancellation
+// settle, suspending the task while all are pending. It is a cancellation
 // point: if the task has been cancelled (or its deadline has passed), Race
-// returns the cause (matching context.Canceled). Race of no promises
-// returns an error.
+// returns the cause (matching context.Canceled).
+//
+// Promises already settled when Race is called win in argument order. The
+// others are left running: Race does not cancel them (First does). Race
+// of no promises returns an error.
 func Race[T any](t *Task, ps ...*Promise[T]) (T, error) {
 	t.check("Race")
 	var zero T

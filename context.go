@@ -100,7 +100,7 @@ func (*scopeEndedError) Is(target error) bool { return target == context.Cancele
 // context returns the context of the scope t's code is in now, making it
 // on first use. t's own code calls it.
 func (t *Task) context() context.Context {
-	x := t.extra()
+	x := t.ensureExtra()
 	s := t.innermost()
 	rs := t.rs
 	rs.lock()
@@ -137,7 +137,7 @@ func newTaskContext(rs *runState) *taskContext {
 // cancelContexts cancels the contexts of t's scopes that a cancellation
 // now applies to. Run lock held; any loop may call it.
 func (t *Task) cancelContexts() {
-	x := t.x
+	x := t.extra
 	if x == nil {
 		return
 	}
@@ -158,7 +158,7 @@ func (t *Task) endContext(s *scope, cause error) {
 		return
 	}
 	s.st.ctx.cancelWith(cause)
-	x := t.x
+	x := t.extra
 	for i, c := range x.ctxs {
 		if c == s {
 			x.ctxs = append(x.ctxs[:i], x.ctxs[i+1:]...)
@@ -169,7 +169,7 @@ func (t *Task) endContext(s *scope, cause error) {
 
 // closeContexts ends every context t made, as t finishes.
 func (t *Task) closeContexts() {
-	x := t.x
+	x := t.extra
 	if x == nil || len(x.ctxs) == 0 {
 		return
 	}
@@ -204,7 +204,7 @@ var helpers struct {
 // on t's behalf: that goroutine calls enter first and leave last, and may
 // call t.Context() in between.
 func (t *Task) beginHelp() helper {
-	t.extra() // made now: the loop's answer to the helper must not make it under the run lock
+	t.ensureExtra() // made now: the loop's answer to the helper must not make it under the run lock
 	return helper{t: t, s: t.innermost()}
 }
 
@@ -330,7 +330,7 @@ func (h *helper) contextOnLoop() *taskContext {
 		cause = errScopeEnded
 		for s := t.innermost(); s != nil; s = s.parent {
 			if s == h.s {
-				return t.scopeContext(t.x, s)
+				return t.scopeContext(t.extra, s)
 			}
 			if s == &t.root {
 				break

@@ -25,7 +25,7 @@ func (rs *runState) deadlockError(blocked []*Task) *DeadlockError {
 	for _, t := range blocked {
 		bt := BlockedTask{Name: t.name(), Func: t.funcName(), Started: t.spawnSite(), Op: "?", Waiting: "?",
 			TaskName: t.givenName(), StartedBy: t.how.String()}
-		if ws := t.x.w; ws != nil {
+		if ws := t.extra.w; ws != nil {
 			bt.Op = ws.op
 			bt.Waiting = userSite(ws.pcs[:])
 		}

@@ -23,7 +23,7 @@ type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the panicking goroutine's stack, as runtime/debug.Stack prints it
 
-	misuse bool // Value is a "weft:" misuse panic: re-raised, not returned (loud)
+	misuse bool // Value is a "weft:" misuse panic: re-raised, not returned (reraiseMisuse)
 }
 
 func newPanicError(v any) *PanicError {
@@ -76,22 +76,23 @@ func misuseIn(err error) *PanicError {
 	return nil
 }
 
-// loud re-raises, in the caller, a misuse panic that err carries (see
-// PanicError); otherwise it returns err.
-func loud(err error) error {
+// reraiseMisuse re-raises, in the caller, a misuse panic that err
+// carries (see PanicError); otherwise it returns err.
+func reraiseMisuse(err error) error {
 	if m := misuseIn(err); m != nil {
 		panic(m.misuseMessage())
 	}
 	return err
 }
 
-// Error returns the panic value and the stack of the panic.
+// Error returns the panic value and the stack of the panic. It does not
+// suspend.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("weft: task panicked: %v\n\n%s", e.Value, e.Stack)
 }
 
 // Unwrap returns the panic value if it is an error, so that errors.Is and
-// errors.As see through a panic(err).
+// errors.As see through a panic(err). It does not suspend.
 func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
@@ -127,7 +128,7 @@ type BlockedTask struct {
 }
 
 // Error starts with "weft: deadlock: " and lists every blocked task on a
-// line of its own:
+// line of its own (it does not suspend):
 //
 //	task 3 "fetch" example.com/app.fetch, started by TaskGroup.Go at app.go:30, waiting in Chan.Recv at app.go:12
 func (e *DeadlockError) Error() string {

@@ -30,7 +30,7 @@ func PendingTimers(t *Task) int { return t.loop.timers.len() }
 // sides of a wake on different loops).
 func PinTo(t *Task, k int) {
 	if t.loop.id != k {
-		t.moveTo_(t.rs.loops[k], "a test's PinTo")
+		t.migrate(t.rs.loops[k], "a test's PinTo")
 	}
 	t.local = true
 }

@@ -61,7 +61,7 @@ func (ft *fdTable) add(fd int, m poller.Mode, t *Task) {
 	} else {
 		w.writers = append(w.writers, t)
 	}
-	t.x.fd, t.x.fdMode = fd, m
+	t.extra.fd, t.extra.fdMode = fd, m
 	ft.waiting++
 }
 
@@ -70,7 +70,7 @@ func (ft *fdTable) remove(l *loop, t *Task) {
 	if ownerChecks {
 		l.assertOwner("the fd table")
 	}
-	fd, mode := t.x.fd, t.x.fdMode
+	fd, mode := t.extra.fd, t.extra.fdMode
 	w := ft.byFD[fd]
 	if w == nil {
 		return
@@ -210,13 +210,13 @@ func (t *Task) awaitOp(op *poller.Op, fd int, m poller.Mode) error {
 	l := t.loop
 	op.Owner = t
 	l.ring.Submit(op)
-	t.extra()
+	t.ensureExtra()
 	t.newWait()
-	t.x.op = op
-	t.x.fd, t.x.fdMode = fd, m
+	t.extra.op = op
+	t.extra.fd, t.extra.fdMode = fd, m
 	l.fds.waiting++
 	err := t.block(waitFD)
-	t.x.op = nil
+	t.extra.op = nil
 	return err
 }
 
@@ -235,7 +235,7 @@ func (l *loop) opDone(c poller.Completion) {
 		return
 	}
 	t, _ := op.Owner.(*Task)
-	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.x.op != op {
+	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.extra.op != op {
 		return // its task was unwound (Run is aborting)
 	}
 	l.fds.waiting--
@@ -269,7 +269,7 @@ func (t *Task) waitFD(fd int, m poller.Mode) error {
 // waitWatched suspends t until fd's entry is woken for direction m: by an
 // event, or because the fd is being closed.
 func (t *Task) waitWatched(fd int, m poller.Mode) error {
-	t.extra()
+	t.ensureExtra()
 	t.newWait()
 	t.loop.fds.add(fd, m, t)
 	return t.block(waitFD)

@@ -8,13 +8,12 @@ import (
 )
 
 // Readable suspends the task until fd is ready for reading (or at end of
-// file, or in error), like poll(2) with POLLIN: it does not read. A bad fd
-// returns an error matching syscall.EBADF. Regular files are always ready.
+// file, or in error), like poll(2) with POLLIN: it does not read. It is a
+// cancellation point: if the task is cancelled, it returns the cause
+// (matching context.Canceled) and the fd is left as it was.
 //
-// Readable is a cancellation point: if the task is cancelled, it returns
-// the cause (matching context.Canceled) and the fd is left as it was.
-//
-// The fd must stay open while a task waits on it: closing it then is a bug
+// A bad fd returns an error matching syscall.EBADF. Regular files are
+// always ready. The fd must stay open while a task waits on it: closing it then is a bug
 // that the kernel does not report, and the task would wait for ever.
 func Readable(t *Task, fd int) error {
 	t.check("Readable")
@@ -22,7 +21,9 @@ func Readable(t *Task, fd int) error {
 }
 
 // Writable suspends the task until fd is ready for writing (or in error),
-// like poll(2) with POLLOUT. It is otherwise like Readable.
+// like poll(2) with POLLOUT. It is a cancellation point: if the task is
+// cancelled, it returns the cause (matching context.Canceled). It is
+// otherwise like Readable.
 func Writable(t *Task, fd int) error {
 	t.check("Writable")
 	return t.waitFD(fd, poller.Write)

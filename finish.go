@@ -21,7 +21,7 @@ type finishHook struct {
 // onFinish registers h to run when t finishes. Call it on t's loop, while
 // t has not finished, with an h that is not registered.
 func (t *Task) onFinish(h *finishHook) {
-	x := t.extra()
+	x := t.ensureExtra()
 	h.task = t
 	h.prev, h.next = nil, x.finish
 	if x.finish != nil {
@@ -40,7 +40,7 @@ func (h *finishHook) remove() {
 	if h.prev != nil {
 		h.prev.next = h.next
 	} else {
-		t.x.finish = h.next
+		t.extra.finish = h.next
 	}
 	if h.next != nil {
 		h.next.prev = h.prev
@@ -51,8 +51,8 @@ func (h *finishHook) remove() {
 // runFinishHooks runs and unregisters t's hooks, newest first. A hook may
 // remove others that have not run.
 func (t *Task) runFinishHooks() {
-	for t.x.finish != nil {
-		h := t.x.finish
+	for t.extra.finish != nil {
+		h := t.extra.finish
 		h.remove()
 		h.fn()
 	}

@@ -19,19 +19,19 @@ var (
 )
 
 // First runs each function as a child task and returns the result, value
-// and error, of the first to finish; the others are then cancelled (their
-// suspension points return an error matching context.Canceled). First
-// returns only after every child has finished, so no task outlives the
-// call. (This is Eio's Fiber.first, generalised to n functions.)
+// and error, of the first to finish; the others are then cancelled. It
+// suspends the task until every child has finished, so no task outlives
+// the call. It is a cancellation point: if the calling task is cancelled,
+// the children are cancelled with it, and First returns the cause
+// (matching context.Canceled) once they have finished. (This is Eio's
+// Fiber.first, generalised to n functions.)
 //
-// The children start in order, each running until it first suspends; if
-// one finishes before the later ones have started, those are never
-// started. A loser's failure other than the cancellation is not lost: Run
-// reports it, as for any failure nobody awaited.
-//
-// First suspends and is a cancellation point: if the calling task is
-// cancelled, the children are cancelled with it, and First returns the
-// cause once they have finished. First of no functions returns an error.
+// The losers' suspension points return an error matching
+// context.Canceled. The children start in order, each running until it
+// first suspends; if one finishes before the later ones have started,
+// those are never started. A loser's failure other than the cancellation
+// is not lost: Run reports it, as for any failure nobody awaited. First of
+// no functions returns an error.
 //
 //go:noinline
 func First[T any](t *Task, fs ...func(t *Task) (T, error)) (T, error) {

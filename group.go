@@ -45,9 +45,13 @@ type TaskGroup struct {
 }
 
 // Group runs body and every task body starts with the group's methods, and
-// returns only after all of them have finished: no task outlives the
-// group. This is Trio's nursery, asyncio's TaskGroup, Eio's Switch (known
-// elsewhere as a scope or a bundle).
+// returns only after all of them have finished: it suspends the task until
+// then, so no task outlives the group. It returns the group's first
+// failure, or nil. It is a cancellation point: if the calling task is
+// cancelled, every task of the group is cancelled with it, and Group
+// returns the cause (matching context.Canceled) once they have finished,
+// unless a failure came first. This is Trio's nursery, asyncio's
+// TaskGroup, Eio's Switch (known elsewhere as a scope or a bundle).
 //
 // The first failure, an error or a panic from the body or any of the
 // group's tasks, cancels the group: every task still running is cancelled,
@@ -59,9 +63,6 @@ type TaskGroup struct {
 // panic in the body itself propagates, after the group's tasks have been
 // cancelled and have finished.
 //
-// Group suspends and is a cancellation point: if the calling task is
-// cancelled, every task of the group is cancelled with it, and Group
-// returns the cause once they have finished (unless a failure came first).
 // Cancel cancels the group without failing it: Group then returns nil,
 // unless something failed.
 func Group(t *Task, body func(g *TaskGroup) error) (err error) {
@@ -83,7 +84,7 @@ func Group(t *Task, body func(g *TaskGroup) error) (err error) {
 		if r != nil {
 			panic(r)
 		}
-		err = loud(err) // a group task's misuse is re-raised, not returned
+		err = reraiseMisuse(err) // a group task's misuse is re-raised, not returned
 	}()
 	if berr := body(g); berr != nil && !isCancellation(berr) {
 		g.fail(t, berr)
@@ -178,14 +179,14 @@ const (
 	groupDaemon
 )
 
-// Go starts f as a task of the group. Like weft.Go it runs the new task
-// first: the task calling Go (the body, or another task of the group)
-// continues when the new one suspends. f's error, or a panic, is a failure
-// of the group (see Group and Handle); a cancellation is not. Under a
-// limit (SetLimit), Go first suspends the calling task until fewer than
-// the limit of the group's tasks are running; that wait holds cancellation
-// back (Go is not a cancellation point), since every task it waits for
-// finishes in any case.
+// Go starts f as a task of the group. Like weft.Go it suspends the calling
+// task (the body, or another task of the group) while the new task runs
+// first, until that one suspends; under a limit (SetLimit) it first
+// suspends the caller until fewer than the limit of the group's tasks are
+// running. Go is not a cancellation point: that wait holds cancellation
+// back, since every task it waits for finishes in any case. f's error, or
+// a panic, is a failure of the group (see Group and Handle); a
+// cancellation is not.
 //
 // Go must be called from a task of the loop the group belongs to, while
 // Group has not returned; otherwise it panics with a "weft:" message. A
@@ -202,8 +203,11 @@ func (g *TaskGroup) Go(f func(t *Task) error) {
 }
 
 // GoIn starts f as a task of g, as g.Go does, and returns the promise of
-// its result. f's failure counts for the group too: it cancels the group,
-// or goes to the handler (Handle), and Run does not report it again.
+// its result. It suspends the caller as g.Go does (the new task runs
+// first; under SetLimit, the caller first waits for a slot) and is not a
+// cancellation point. f's failure counts for the group too: it cancels
+// the group, or goes to the handler (Handle), and Run does not report it
+// again.
 //
 //go:noinline
 func GoIn[T any](g *TaskGroup, f func(t *Task) (T, error)) *Promise[T] {
@@ -222,7 +226,9 @@ func GoIn[T any](g *TaskGroup, f func(t *Task) (T, error)) *Promise[T] {
 // the group have finished, the daemons still running are cancelled (their
 // suspension points return an error matching context.Canceled) and
 // awaited. A daemon's failure counts like any other's. Daemons do not
-// count against SetLimit's limit. Otherwise as Go.
+// count against SetLimit's limit, so GoDaemon never waits for a slot; it
+// suspends the caller while the daemon runs first, as Go does, and is not
+// a cancellation point. Otherwise as Go.
 //
 //go:noinline
 func (g *TaskGroup) GoDaemon(f func(t *Task) error) {
@@ -238,18 +244,20 @@ func (g *TaskGroup) GoDaemon(f func(t *Task) error) {
 var errNotReady = errors.New("weft: TaskGroup.Start: the function returned without calling ready")
 
 // Start starts f as a task of the group and suspends the calling task
-// until f calls ready (Trio's nursery.start): the classic use starts a
-// server task and continues once it is listening. Start returns nil once f
-// has called ready; f then runs on as a task of the group, and its later
+// until f calls ready (Trio's nursery.start), then returns nil: the
+// classic use starts a server task and continues once it is listening.
+// Start is a cancellation point while it waits: if the calling task is
+// cancelled, Start returns the cause (matching context.Canceled) and f
+// runs on in the group (a later failure before ready then counts for the
+// group).
+//
+// Once f has called ready, f runs on as a task of the group, and its later
 // failure counts for the group like any other. If f returns before calling
 // ready, Start returns f's error (a *PanicError if it panicked), or an
 // error saying it finished without calling ready; that failure goes to
-// Start's caller only and does not otherwise count for the group.
-//
-// ready may be called once, from f's task or any goroutine; a second call
-// panics with "weft:". Start is a cancellation point while it waits: if
-// the calling task is cancelled, Start returns the cause and f runs on in
-// the group (a later failure before ready then counts for the group).
+// Start's caller only and does not otherwise count for the group. ready
+// may be called once, from f's task or any goroutine; a second call panics
+// with "weft:".
 //
 //go:noinline
 func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
@@ -301,7 +309,7 @@ func (g *TaskGroup) Start(f func(t *Task, ready func()) error) error {
 // suspension points return an error matching context.Canceled). It is not
 // a failure: Group waits for them and returns nil, or the failures that
 // were not cancellations. Any task or goroutine may call it, any number of
-// times; after Group returned it does nothing.
+// times; it does not suspend, and after Group returned it does nothing.
 func (g *TaskGroup) Cancel() {
 	if g.done.Load() {
 		return
@@ -328,7 +336,7 @@ func (g *TaskGroup) Cancel() {
 // limit. The limit may change while tasks run: a higher one lets waiting
 // calls through at once; a lower one stops nothing that runs and holds
 // back new calls until the count is below it. Call it from a task of the
-// group's loop.
+// group's loop; it does not suspend.
 func (g *TaskGroup) SetLimit(n int) {
 	cur := g.caller("TaskGroup.SetLimit")
 	cur.rs.lock()
@@ -344,7 +352,7 @@ func (g *TaskGroup) SetLimit(n int) {
 // appear in Group's or Run's error: it was handled. h may call g.Cancel. A
 // failure of the body itself still ends the group; so does a panic in h
 // (it is a failure of the body). Handle(nil) restores the default. Call it
-// from a task of the group's loop.
+// from a task of the group's loop; it does not suspend.
 //
 // A server puts each connection in such a group, so that one client's
 // failure (a reset, a bad request) cannot stop it.

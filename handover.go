@@ -150,7 +150,7 @@ func (l *loop) send(to *loop, ts []*Task) {
 	to.post(func() {
 		to.traceSteal(l.id, len(ts))
 		for _, t := range ts {
-			if t.x != nil && t.x.batch {
+			if t.extra != nil && t.extra.batch {
 				to.batchq.push(t)
 			} else {
 				to.runq.push(t)
@@ -169,11 +169,11 @@ func (rs *runState) homeFor(l *loop) *loop {
 	return rs.loops[int(rs.nextFD.Add(1))%len(rs.loops)]
 }
 
-// moveTo_ moves the running task t to loop to: it switches out, runnable,
+// migrate moves the running task t to loop to: it switches out, runnable,
 // and its resumer sends it there (loop.resume); it returns once t runs on
 // to. what names the object that made the move necessary, for the panic
 // of a Local task, which never leaves its loop.
-func (t *Task) moveTo_(to *loop, what string) error {
+func (t *Task) migrate(to *loop, what string) error {
 	if t.local {
 		panic("weft: a Local task waited on " + what + " registered on another loop; a Local task never leaves its loop")
 	}
@@ -247,7 +247,6 @@ func (l *loop) idleMulti() (stop bool) {
 	if tm := l.timers.peek(); tm != nil {
 		l.summary.nextTimer = tm.when
 	}
-	l.isIdle = true
 	rs.idle++
 	if rs.idle == len(rs.loops) {
 		rs.allIdle(l)
@@ -273,7 +272,6 @@ func (l *loop) idleMulti() (stop bool) {
 		rs.hungry.Add(-1)
 	}
 	rs.mu.Lock()
-	l.isIdle = false
 	rs.idle--
 	rs.wakeEpoch++
 	stop = rs.done

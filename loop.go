@@ -78,7 +78,6 @@ type loop struct {
 	poller    poller.Poller
 	caps      poller.Caps
 	ring      poller.Completer // the poller's completion side (io_uring), or nil
-	ops       []*poller.Op     // free operations for ring (net_fd_uring_linux.go)
 	locked    bool             // the loop's goroutine is locked to its thread (caps.SingleIssuer)
 	reserved  bool             // ... and holds a reserved processor (procs.go)
 	lastYield time.Time        // when yieldLocked last went through the scheduler
@@ -113,7 +112,6 @@ type loop struct {
 	wakes         uint64 // tasks woken by events (not those that gave way)
 
 	aborted bool // Run is unwinding after a Goexit in a task
-	isIdle  bool // run lock: counted in rs.idle (multi only)
 	// shedSkip is how many more calls of shed look at nothing, after one
 	// found no movable task in the queue (handover.go); loop-owned.
 	shedSkip int
@@ -321,7 +319,7 @@ func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)
-		if t.waitKind == waitPark && t.x.kaLinked {
+		if t.waitKind == waitPark && t.extra.kaLinked {
 			l.unlinkKeepAlive(t)
 		}
 		l.traceWake(t)
@@ -413,7 +411,7 @@ func (l *loop) begin(t *Task) {
 	l.epoch++
 	l.obsBegin(t)
 	l.budget = taskBudget
-	if x := t.x; x != nil && x.checkpoints {
+	if x := t.extra; x != nil && x.checkpoints {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
 		l.sliceWakes = l.wakes
 	}
@@ -455,7 +453,7 @@ func (l *loop) suspend(t *Task) {
 		// The coroutine was closed under us: Run is unwinding after a
 		// Goexit. Every wait from now on fails at once.
 		t.state = stateRunning
-		t.extra().wakeErr = errAborted
+		t.ensureExtra().wakeErr = errAborted
 	}
 }
 
@@ -670,33 +668,33 @@ func (l *loop) interrupt(t *Task, err error) {
 	}
 	switch t.waitKind {
 	case waitPromise:
-		t.x.w.single.retire()
+		t.extra.w.single.retire()
 	case waitMulti:
-		for _, w := range t.x.w.multi {
+		for _, w := range t.extra.w.multi {
 			w.retire()
 		}
 	case waitTimer:
-		l.timers.remove(&t.x.timer)
+		l.timers.remove(&t.extra.timer)
 	case waitFD:
-		if op := t.x.op; op != nil {
+		if op := t.extra.op; op != nil {
 			// The kernel owns the operation until it completes: ask for it
 			// back and wait for its completion, which may still carry
 			// data (opDone; the caller delivers it).
-			if t.x.wakeErr == nil {
-				t.x.wakeErr = err
+			if t.extra.wakeErr == nil {
+				t.extra.wakeErr = err
 			}
 			l.ring.Cancel(op)
 			return
 		}
 		l.fds.remove(l, t)
 	case waitPark:
-		t.x.park.withdraw(t.x.parkW)
+		t.extra.park.withdraw(t.extra.parkW)
 	case waitExternal:
 		// The off-loop work runs on; its completion finds the generation
 		// changed and is dropped (Run still waits for it).
 	}
 	t.waitGen++
-	t.x.wakeErr = err // a waiting task has its extra record (block)
+	t.extra.wakeErr = err // a waiting task has its extra record (block)
 	l.ready(t)
 }
 

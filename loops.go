@@ -171,8 +171,8 @@ func WithLoops(n int) Option {
 }
 
 // Loop returns the index of the loop running the task now, 0 to n-1 for a
-// Run of n loops. A task that is not Local may be on another loop after its
-// next suspension point.
+// Run of n loops. It does not suspend. A task that is not Local may be on
+// another loop after its next suspension point.
 func (t *Task) Loop() int {
 	t.check("Loop")
 	return t.loopIndex()
@@ -197,7 +197,8 @@ func (rs *runState) shownLoops() int {
 }
 
 // Local starts f as a task that never leaves the loop it starts on, like
-// Go otherwise (the child runs first; see Go): it is never handed to another loop,
+// Go otherwise: it suspends t while the child runs first, and is not a
+// cancellation point (see Go). The task is never handed to another loop,
 // and it runs on the same loop as the task that calls Local. Use it for
 // tasks that share state with their siblings on the loop without locks,
 // or that must stay with a resource of the loop. A Local task that would

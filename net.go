@@ -77,10 +77,17 @@ type packetImpl interface {
 // io_uring) rather than through the net and os packages.
 func (l *loop) fdIO() bool { return haveFDIO && (l.caps.Edge || l.caps.Completion) }
 
-// viaBackend makes an I/O object's implementation with the backend of t's
-// loop: raw fds on the poller, or the net and os packages. cfg holds the
-// socket options of a ListenConfig or Dialer (nil: none).
-func viaBackend[I any](t *Task, network, address string, cfg *sockConfig, fd, portable func(*Task, string, string, *sockConfig) (I, error)) (I, error) {
+// openImpl makes the implementation of what Listen, Dial or ListenPacket
+// opens: through the task's Network if it has one (on), else with the
+// backend of t's loop: raw fds on the poller (fd), or the net and os
+// packages (portable). cfg holds the socket options of a ListenConfig or
+// Dialer (nil: none); a Network has none.
+func openImpl[I any](t *Task, network, address string, cfg *sockConfig,
+	on func(*Task, Network, string, string) (I, error),
+	fd, portable func(*Task, string, string, *sockConfig) (I, error)) (I, error) {
+	if n := t.network(); n != nil {
+		return on(t, n, network, address)
+	}
 	if err := t.rs.checkIO(network + " " + address); err != nil {
 		var zero I
 		return zero, err
@@ -100,9 +107,11 @@ func sameLoop(t *Task, l *loop, what string) {
 
 // Listen announces on a local address: network is "tcp", "tcp4", "tcp6" or
 // "unix", and address is as for net.Listen (":8080", "127.0.0.1:0",
-// "/tmp/sock"). A host name is resolved off the loop. It is a cancellation
-// point while it resolves. Errors are *net.OpError values, as from
-// net.Listen; an unknown network is a net.UnknownNetworkError inside one.
+// "/tmp/sock"). It suspends the task only while it resolves a host name,
+// which it does off the loop, and is a cancellation point then: if the
+// task is cancelled, Listen returns an error matching context.Canceled.
+// Errors are *net.OpError values, as from net.Listen; an unknown network
+// is a net.UnknownNetworkError inside one.
 //
 // A task with a Network (WithNetwork, GoWithNetwork) listens on it
 // instead, with its address forms and errors. In a seeded Run (WithSeed)
@@ -116,13 +125,7 @@ func Listen(t *Task, network, address string) (*Listener, error) {
 // listen is Listen with a ListenConfig's options.
 func listen(t *Task, network, address string, cfg *sockConfig) (*Listener, error) {
 	l := t.loop
-	var impl listenerImpl
-	var err error
-	if n := t.network(); n != nil {
-		impl, err = listenOn(t, n, network, address)
-	} else {
-		impl, err = viaBackend(t, network, address, cfg, listenFD, listenPortable)
-	}
+	impl, err := openImpl(t, network, address, cfg, listenOn, listenFD, listenPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -166,29 +169,30 @@ func (ln *Listener) Accept(t *Task) (*Conn, error) {
 	}
 }
 
-// Addr returns the listener's address.
+// Addr returns the listener's address. It does not suspend.
 func (ln *Listener) Addr() net.Addr { return ln.impl.addr() }
 
 // Close stops listening. A task suspended in Accept wakes with an error
-// matching net.ErrClosed. Close may be called from any task or goroutine,
-// more than once (later calls return an error matching net.ErrClosed). The
+// matching net.ErrClosed. Close does not suspend; it may be called from
+// any task or goroutine, more than once (later calls return an error
+// matching net.ErrClosed). The
 // descriptor itself is released by the loop at its next scheduling point
 // (at once if the Run has ended); a Unix socket's file is removed.
 func (ln *Listener) Close() error { return ln.impl.close() }
 
 // Dial connects to address on network ("tcp", "tcp4", "tcp6" or "unix"),
-// without blocking the loop: the connect is non-blocking and the task waits
-// for it to complete. A host name is resolved off the loop with
-// net.DefaultResolver (through Offload); IP literals need no resolution.
-// If a name has several addresses they are tried in turn.
+// suspending the task until the connection is made or fails, without
+// blocking the loop (the connect is non-blocking). Dial is a cancellation
+// point: if the task is cancelled it returns the cause (matching
+// context.Canceled) and no connection is left open.
+//
+// A host name is resolved off the loop with net.DefaultResolver (through
+// Offload); IP literals need no resolution. If a name has several
+// addresses they are tried in turn. Errors are *net.OpError values, so
+// errors.Is finds syscall.ECONNREFUSED and the like.
 //
 // A task with a Network dials through it; in a seeded Run without one,
 // Dial returns an error wrapping ErrRealIO (see Listen).
-//
-// Dial is a cancellation point: if the task is cancelled it returns the
-// cause (matching context.Canceled) and no connection is left open. Errors
-// are *net.OpError values, so errors.Is finds syscall.ECONNREFUSED and the
-// like.
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
 	return dial(t, network, address, nil)
@@ -197,13 +201,7 @@ func Dial(t *Task, network, address string) (*Conn, error) {
 // dial is Dial with a Dialer's options.
 func dial(t *Task, network, address string, cfg *sockConfig) (*Conn, error) {
 	l := t.loop
-	var impl connImpl
-	var err error
-	if n := t.network(); n != nil {
-		impl, err = dialOn(t, n, network, address)
-	} else {
-		impl, err = viaBackend(t, network, address, cfg, dialFD, dialPortable)
-	}
+	impl, err := openImpl(t, network, address, cfg, dialOn, dialFD, dialPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +226,7 @@ func homeOf(t *Task, c connImpl) *loop {
 // unless it is there already (see handover.go).
 func (c *Conn) toHome(t *Task) error {
 	for t.loop != c.loop {
-		if err := t.moveTo_(c.loop, "a Conn"); err != nil {
+		if err := t.migrate(c.loop, "a Conn"); err != nil {
 			return err
 		}
 	}
@@ -247,20 +245,12 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	if err := c.toHome(t); err != nil {
-		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
-	}
 	d := &c.dl.rd
-	// The deadline's waiters and timer are c.loop's: t stays there until
-	// exit (a wake-up must not hand it to another loop in between).
-	t.pin++
-	if err := d.enter(c.loop, t); err != nil {
-		t.pin--
-		return 0, opError("read", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	if err := c.enterIO(t, "read", d); err != nil {
+		return 0, err
 	}
 	n, err := c.impl.read(t, b)
-	d.exit(c.loop, t)
-	t.pin--
+	c.exitIO(t, d)
 	return n, err
 }
 
@@ -276,26 +266,46 @@ func (c *Conn) Read(t *Task, b []byte) (int, error) {
 func (c *Conn) Write(t *Task, b []byte) (int, error) {
 	t.check("Write")
 	sameLoop(t, c.loop, "Conn")
-	if err := c.toHome(t); err != nil {
-		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
-	}
 	d := &c.dl.wr
-	// The deadline's waiters and timer are c.loop's: t stays there until
-	// exit (a wake-up must not hand it to another loop in between).
-	t.pin++
-	if err := d.enter(c.loop, t); err != nil {
-		t.pin--
-		return 0, opError("write", c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	if err := c.enterIO(t, "write", d); err != nil {
+		return 0, err
 	}
 	n, err := c.impl.write(t, b)
-	d.exit(c.loop, t)
-	t.pin--
+	c.exitIO(t, d)
 	return n, err
 }
 
+// enterIO starts a Read or Write (op) under d, the deadline of its
+// direction: t moves to c's loop and registers with d there. On an error
+// (the move failed, the deadline has passed) the operation is over.
+// (Not a wrapper around the operation: that would put one more frame
+// between the wait and the caller's line, which reports look for among
+// the eight return addresses above the wait.)
+func (c *Conn) enterIO(t *Task, op string, d *ioDeadline) error {
+	if err := c.toHome(t); err != nil {
+		return opError(op, c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	// The deadline's waiters and timer are c.loop's: t stays there until
+	// exitIO (a wake-up must not hand it to another loop in between).
+	t.pin++
+	if err := d.enter(c.loop, t); err != nil {
+		t.pin--
+		return opError(op, c.network, c.impl.localAddr(), c.impl.remoteAddr(), err)
+	}
+	return nil
+}
+
+// exitIO ends what enterIO started.
+func (c *Conn) exitIO(t *Task, d *ioDeadline) {
+	d.exit(c.loop, t)
+	t.pin--
+}
+
 // ReadWriter returns an io.ReadWriter that reads and writes c on behalf of
-// t, for bufio, encoders and io.Copy. Like t, it may be used only by t's
-// own task.
+// t, for bufio, encoders and io.Copy. Its Read and Write suspend t as
+// c.Read and c.Write do, and return the same errors (the cause, matching
+// context.Canceled, if t is cancelled). Like t, it may be used only by t's
+// own task. ReadWriter itself does not suspend.
 func (c *Conn) ReadWriter(t *Task) io.ReadWriter {
 	t.check("ReadWriter")
 	sameLoop(t, c.loop, "Conn")
@@ -318,27 +328,29 @@ func (rw *taskRW) Read(b []byte) (int, error)  { return rw.rw.Read(rw.t, b) }
 func (rw *taskRW) Write(b []byte) (int, error) { return rw.rw.Write(rw.t, b) }
 
 // CloseWrite shuts down the writing side: the peer reads EOF, and reading
-// from c still works (a half-close).
+// from c still works (a half-close). It does not suspend.
 func (c *Conn) CloseWrite() error { return c.impl.closeWrite() }
 
 // Close closes the connection. Tasks suspended in Read or Write on it wake
-// with an error matching net.ErrClosed. Close may be called from any task
-// or goroutine, more than once (later calls return an error matching
-// net.ErrClosed). The descriptor is released by the loop at its next
+// with an error matching net.ErrClosed. Close does not suspend; it may be
+// called from any task or goroutine, more than once (later calls return an
+// error matching net.ErrClosed). The descriptor is released by the loop at its next
 // scheduling point (at once if the Run has ended).
 func (c *Conn) Close() error {
 	c.closed.Store(true)
 	return c.impl.close()
 }
 
-// LocalAddr returns the local address.
+// LocalAddr returns the local address. It does not suspend.
 func (c *Conn) LocalAddr() net.Addr { return c.impl.localAddr() }
 
-// RemoteAddr returns the peer's address.
+// RemoteAddr returns the peer's address. It does not suspend.
 func (c *Conn) RemoteAddr() net.Addr { return c.impl.remoteAddr() }
 
 // ListenPacket opens a datagram socket on a local address: network is
-// "udp", "udp4", "udp6" or "unixgram". Errors are as for Listen, and so
+// "udp", "udp4", "udp6" or "unixgram". As Listen, it suspends the task
+// only while it resolves a host name, and is a cancellation point then
+// (an error matching context.Canceled). Errors are as for Listen, and so
 // is the use of the task's Network and ErrRealIO under a seed.
 func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenPacket")
@@ -348,13 +360,7 @@ func ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 // listenPacket is ListenPacket with a ListenConfig's options.
 func listenPacket(t *Task, network, address string, cfg *sockConfig) (*PacketConn, error) {
 	l := t.loop
-	var impl packetImpl
-	var err error
-	if n := t.network(); n != nil {
-		impl, err = listenPacketOn(t, n, network, address)
-	} else {
-		impl, err = viaBackend(t, network, address, cfg, listenPacketFD, listenPacketPortable)
-	}
+	impl, err := openImpl(t, network, address, cfg, listenPacketOn, listenPacketFD, listenPacketPortable)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +379,8 @@ func (c *PacketConn) ReadFrom(t *Task, b []byte) (int, net.Addr, error) {
 
 // WriteTo sends b as one datagram to addr, suspending while the socket's
 // buffer is full. It is a cancellation point while it waits: if the task is
-// cancelled, nothing was sent.
+// cancelled, it returns the cause (matching context.Canceled) and nothing
+// was sent.
 func (c *PacketConn) WriteTo(t *Task, b []byte, addr net.Addr) (int, error) {
 	t.check("WriteTo")
 	sameLoop(t, c.loop, "PacketConn")
@@ -383,11 +390,12 @@ func (c *PacketConn) WriteTo(t *Task, b []byte, addr net.Addr) (int, error) {
 	return c.impl.writeTo(t, b, addr)
 }
 
-// LocalAddr returns the local address.
+// LocalAddr returns the local address. It does not suspend.
 func (c *PacketConn) LocalAddr() net.Addr { return c.impl.localAddr() }
 
 // Close closes the socket, waking a task suspended on it with an error
-// matching net.ErrClosed; as Conn.Close.
+// matching net.ErrClosed; as Conn.Close, it does not suspend and may be
+// called from any task or goroutine.
 func (c *PacketConn) Close() error { return c.impl.close() }
 
 var (

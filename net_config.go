@@ -53,8 +53,9 @@ type ListenConfig struct {
 
 // Listen announces on a local address, as the package's Listen does (the
 // same networks, address forms, errors and use of the task's Network),
-// with lc's options. It is a cancellation point while it resolves a host
-// name, which it does off the loop; it does not suspend otherwise.
+// with lc's options. It suspends the task only while it resolves a host
+// name, which it does off the loop, and is a cancellation point then (an
+// error matching context.Canceled).
 func (lc *ListenConfig) Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("ListenConfig.Listen")
 	cfg, err := lc.sockConfig(t, network)
@@ -66,8 +67,9 @@ func (lc *ListenConfig) Listen(t *Task, network, address string) (*Listener, err
 
 // ListenPacket opens a datagram socket on a local address, as the
 // package's ListenPacket does, with lc's options (KeepAlive and Backlog
-// do not apply to datagrams). It is a cancellation point while it
-// resolves a host name.
+// do not apply to datagrams). It suspends the task only while it resolves
+// a host name, and is a cancellation point then (an error matching
+// context.Canceled).
 func (lc *ListenConfig) ListenPacket(t *Task, network, address string) (*PacketConn, error) {
 	t.check("ListenConfig.ListenPacket")
 	cfg, err := lc.sockConfig(t, network)

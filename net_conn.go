@@ -57,7 +57,7 @@ func (h *endHooks) run() {
 // Like t, its Read and Write may be used only by t's own task: from another
 // task or goroutine they panic with a "weft:" message. Its Close,
 // SetDeadline, SetReadDeadline and SetWriteDeadline are c's, callable from
-// anywhere. It also has c's CloseWrite.
+// anywhere. It also has c's CloseWrite. NetConn itself does not suspend.
 func (c *Conn) NetConn(t *Task) net.Conn {
 	t.check("NetConn")
 	sameLoop(t, c.loop, "Conn")
@@ -65,12 +65,14 @@ func (c *Conn) NetConn(t *Task) net.Conn {
 }
 
 // LoopConn returns a net.Conn that reads and writes c on behalf of
-// whichever task of c's Run calls it (moving it to c's loop): a reader task and a writer task can
-// share it (and a tls.Conn made on it), and a value built on it (a response
-// body, say) can be handed from task to task of the Run. Its Read and
-// Write suspend the calling task, as c.Read and c.Write do; called from
-// outside the tasks of c's Run they panic with a "weft:" message. The
-// other methods are as NetConn's. LoopConn itself does not suspend.
+// whichever task of c's Run calls it (moving it to c's loop): a reader
+// task and a writer task can share it (and a tls.Conn made on it), and a
+// value built on it (a response body, say) can be handed from task to task
+// of the Run. Its Read and Write suspend the calling task, as c.Read and
+// c.Write do, and return the same errors (the cause, matching
+// context.Canceled, if that task is cancelled); called from outside the
+// tasks of c's Run they panic with a "weft:" message. The other methods
+// are as NetConn's. LoopConn itself does not suspend.
 func (c *Conn) LoopConn() net.Conn { return &loopConn{Conn: c} }
 
 type taskConn struct {

@@ -177,23 +177,24 @@ func (l *loop) loopTime(t time.Time) int64 {
 // SetDeadline sets the read and write deadlines, as net.Conn's
 // SetDeadline: an absolute time after which Read and Write fail, instead of
 // waiting, with an error matching os.ErrDeadlineExceeded (a *net.OpError
-// whose Timeout method reports true). A deadline in the past makes them
-// fail at once; the zero time clears it. A new deadline also applies to an
-// operation already waiting: extending it lets the wait go on, shortening
-// it ends the wait sooner. The time is read on the loop's clock, so with
-// WithVirtualTime a deadline passes in virtual time.
+// whose Timeout method reports true). It does not suspend, and may be
+// called from any task or goroutine. After Close it returns an error
+// matching net.ErrClosed.
 //
-// SetDeadline may be called from any task or goroutine; it does not
-// suspend. After Close it returns an error matching net.ErrClosed.
+// A deadline in the past makes Read and Write fail at once; the zero time
+// clears it. A new deadline also applies to an operation already waiting:
+// extending it lets the wait go on, shortening it ends the wait sooner.
+// The time is read on the loop's clock, so with WithVirtualTime a deadline
+// passes in virtual time.
 func (c *Conn) SetDeadline(t time.Time) error { return c.setDeadline("set", t, true, true) }
 
 // SetReadDeadline sets the deadline of Read (and of reads already
-// waiting); see SetDeadline.
+// waiting); see SetDeadline. It does not suspend.
 func (c *Conn) SetReadDeadline(t time.Time) error { return c.setDeadline("set", t, true, false) }
 
 // SetWriteDeadline sets the deadline of Write (and of writes already
-// waiting); see SetDeadline. A Write that times out may have written part
-// of its data.
+// waiting); see SetDeadline. It does not suspend. A Write that times out
+// may have written part of its data.
 func (c *Conn) SetWriteDeadline(t time.Time) error { return c.setDeadline("set", t, false, true) }
 
 func (c *Conn) setDeadline(op string, t time.Time, rd, wr bool) error {

@@ -61,7 +61,8 @@ type netFD struct {
 	rq     []recvd
 	rEOF   bool
 	rErr   error
-	noBufs bool // the ring ran out of buffers: the next read is single-shot
+	noBufs bool     // the ring ran out of buffers: the next read is single-shot
+	ops    *freeOps // when the home loop has a ring: its free operations (net_fd_uring_linux.go)
 }
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
@@ -76,6 +77,9 @@ func newNetFD(t *Task, fd int, kind fdKind, network string) (*netFD, error) {
 // fail with net.ErrClosed).
 func newNetFDOn(t *Task, home *loop, fd int, kind fdKind, network string) (*netFD, error) {
 	nfd := &netFD{loop: home, fd: fd, kind: kind, network: network}
+	if home.ring != nil {
+		nfd.ops = freeOpsOf(home)
+	}
 	if home == t.loop {
 		w, err := home.fds.watch(home, fd)
 		if err != nil {
@@ -123,7 +127,7 @@ func (fd *netFD) wait(t *Task, m poller.Mode) error {
 		return errAborted
 	}
 	if fd.loop != t.loop {
-		return t.moveTo_(fd.loop, "a Conn, Listener or File")
+		return t.migrate(fd.loop, "a Conn, Listener or File")
 	}
 	if fd.dl != nil {
 		// A deadline that passed while the task was runnable (its timer
@@ -179,7 +183,7 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 		n, err := unix.Read(fd.fd, b)
 		switch err {
 		case nil:
-			t.spend()
+			t.spendBudget()
 			if n == 0 {
 				return 0, io.EOF
 			}
@@ -229,7 +233,7 @@ func (fd *netFD) write(t *Task, b []byte) (int, error) {
 		}
 		return written, fd.opErr("write", os.NewSyscallError("write", err))
 	}
-	t.spend()
+	t.spendBudget()
 	return written, nil
 }
 
@@ -447,7 +451,7 @@ func (ln *fdListener) accept(t *Task) (connImpl, error) {
 		s, peer, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		switch err {
 		case nil:
-			t.spend()
+			t.spendBudget()
 			if ln.keepAlive > 0 {
 				setKeepAlive(s, ln.keepAlive)
 			}
@@ -650,7 +654,7 @@ func (c *fdPacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error) {
 		n, from, err := unix.Recvfrom(fd.fd, b, 0)
 		switch err {
 		case nil:
-			t.spend()
+			t.spendBudget()
 			return n, addrOf(c.k, from), nil
 		case unix.EINTR:
 			continue
@@ -677,7 +681,7 @@ func (c *fdPacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, error) {
 		err := unix.Sendto(fd.fd, b, unix.MSG_NOSIGNAL, sa)
 		switch err {
 		case nil:
-			t.spend()
+			t.spendBudget()
 			return len(b), nil
 		case unix.EINTR:
 			continue

@@ -33,26 +33,65 @@ import (
 // ring.
 func (fd *netFD) useRing() bool { return fd.loop.ring != nil && fd.kind == fdStream }
 
-// getOp returns a free operation of l's ring.
-func (l *loop) getOp() *poller.Op {
-	if n := len(l.ops); n > 0 {
-		op := l.ops[n-1]
-		l.ops[n-1] = nil
-		l.ops = l.ops[:n-1]
+// ringOps is the net layer's state per Run on io_uring (layerState): the
+// free operations of each loop's ring, indexed by the loop's id. Each
+// list is owned by its loop; an fd homed on a loop with a ring holds that
+// loop's list (netFD.ops), so taking an operation costs no lock.
+type ringOps struct {
+	loops []freeOps
+}
+
+// ringOpsKey is ringOps's key for layerState.
+type ringOpsKey struct{}
+
+// freeOps is one loop's free operations (loop-owned), padded to a cache
+// line, so that the loops do not write to one line.
+type freeOps struct {
+	home *loop
+	ops  []*poller.Op
+	_    [64 - 4*unsafe.Sizeof(uintptr(0))]byte
+}
+
+// maxFreeOps bounds the free operations a loop keeps.
+const maxFreeOps = 256
+
+// freeOpsOf returns the free operations of loop l's ring, making its
+// Run's ringOps on first use.
+func freeOpsOf(l *loop) *freeOps {
+	r := layerState(l, ringOpsKey{}, func() (*ringOps, func()) {
+		r := &ringOps{loops: make([]freeOps, len(l.rs.loops))}
+		for i, hl := range l.rs.loops {
+			r.loops[i].home = hl
+		}
+		return r, nil
+	})
+	return &r.loops[l.id]
+}
+
+// get returns a free operation; only the list's loop calls it (an fd's
+// operations start on its home loop).
+func (f *freeOps) get() *poller.Op {
+	if n := len(f.ops); n > 0 {
+		op := f.ops[n-1]
+		f.ops[n-1] = nil
+		f.ops = f.ops[:n-1]
 		return op
 	}
 	return new(poller.Op)
 }
 
-// putOp gives back an operation whose completion was consumed; one the
-// kernel still owns (its task was unwound mid-wait) is left to it.
-func (l *loop) putOp(op *poller.Op) {
+// put gives back an operation whose completion was consumed; l is the
+// caller's loop. One the kernel still owns (its task was unwound
+// mid-wait) is left to it, and one whose task was handed to another loop
+// since it was woken is left to the collector: the list is its home
+// loop's alone.
+func (f *freeOps) put(l *loop, op *poller.Op) {
 	if op.InFlight() {
 		return
 	}
 	op.Release()
-	if len(l.ops) < 256 {
-		l.ops = append(l.ops, op)
+	if l == f.home && len(f.ops) < maxFreeOps {
+		f.ops = append(f.ops, op)
 	}
 }
 
@@ -68,7 +107,7 @@ func (fd *netFD) opStart(t *Task, m poller.Mode) (moved bool, err error) {
 		return false, errAborted
 	}
 	if fd.loop != t.loop {
-		return true, t.moveTo_(fd.loop, "a Conn, Listener or File")
+		return true, t.migrate(fd.loop, "a Conn, Listener or File")
 	}
 	if fd.dl != nil {
 		if err := fd.dl.expired(t.loop, m); err != nil {
@@ -107,20 +146,19 @@ func (fd *netFD) recvSingle(t *Task, b []byte) (int, error) {
 		} else if moved {
 			continue
 		}
-		l := t.loop
-		op := l.getOp()
+		op := fd.ops.get()
 		op.Recv(fd.fd, b)
 		if fd.drained {
 			op.PollFirst()
 		}
 		err := t.awaitOp(op, fd.fd, poller.Read)
 		res := op.Res
-		t.loop.putOp(op) // t may have been handed to another loop since it was woken
+		fd.ops.put(t.loop, op) // t may have been handed to another loop since it was woken
 		if res > 0 {
 			fd.drained = int(res) < len(b) // t is still pinned to fd's loop: Conn.Read
 			// Delivered even if the task was interrupted meanwhile: the
 			// data is read (the cancellation shows at the next wait).
-			t.spend()
+			t.spendBudget()
 			return int(res), nil
 		}
 		if fd.closing.Load() {
@@ -130,7 +168,7 @@ func (fd *netFD) recvSingle(t *Task, b []byte) (int, error) {
 			return 0, fd.opErr("read", err)
 		}
 		if res == 0 {
-			t.spend()
+			t.spendBudget()
 			return 0, io.EOF
 		}
 		if retryable(res) {
@@ -152,12 +190,11 @@ func (fd *netFD) sendOp(t *Task, b []byte) (int, error) {
 		} else if moved {
 			continue
 		}
-		l := t.loop
-		op := l.getOp()
+		op := fd.ops.get()
 		op.Send(fd.fd, b[written:])
 		err := t.awaitOp(op, fd.fd, poller.Write)
 		res := op.Res
-		t.loop.putOp(op) // t may have been handed to another loop since it was woken
+		fd.ops.put(t.loop, op) // t may have been handed to another loop since it was woken
 		if res > 0 {
 			written += int(res) // sent, whatever interrupted the wait
 		}
@@ -169,7 +206,7 @@ func (fd *netFD) sendOp(t *Task, b []byte) (int, error) {
 		}
 		return written, fd.opErr("write", os.NewSyscallError("send", syscall.Errno(-res)))
 	}
-	t.spend()
+	t.spendBudget()
 	return written, nil
 }
 
@@ -185,17 +222,16 @@ func (ln *fdListener) acceptOp(t *Task) (connImpl, error) {
 		} else if moved {
 			continue
 		}
-		l := t.loop
-		op := l.getOp()
+		op := fd.ops.get()
 		sa := new(unix.RawSockaddrAny)
 		op.Accept(fd.fd, (*[unix.SizeofSockaddrAny]byte)(unsafe.Pointer(sa))[:])
 		err := t.awaitOp(op, fd.fd, poller.Read)
 		res, alen := op.Res, op.AddrLen()
-		t.loop.putOp(op) // t may have been handed to another loop since it was woken
+		fd.ops.put(t.loop, op) // t may have been handed to another loop since it was woken
 		if res >= 0 {
 			// A connection accepted as the task was interrupted is
 			// delivered, not dropped: its client is connected.
-			t.spend()
+			t.spendBudget()
 			if ln.keepAlive > 0 {
 				setKeepAlive(int(res), ln.keepAlive) // a ListenConfig's
 			}
@@ -230,12 +266,11 @@ func (fd *netFD) connectOp(t *Task, sa unix.Sockaddr) error {
 		if _, err := fd.opStart(t, poller.Write); err != nil {
 			return err
 		}
-		l := t.loop
-		op := l.getOp()
+		op := fd.ops.get()
 		op.Connect(fd.fd, raw)
 		err := t.awaitOp(op, fd.fd, poller.Write)
 		res := op.Res
-		t.loop.putOp(op) // t may have been handed to another loop since it was woken
+		fd.ops.put(t.loop, op) // t may have been handed to another loop since it was woken
 		if err != nil {
 			return err
 		}
@@ -361,7 +396,7 @@ func (fd *netFD) recvMultishot(t *Task, b []byte, p *poller.Provided) (int, erro
 			// fd's loop: Conn.Read moved and pinned it).
 			if t.loop == fd.loop {
 				n := fd.copyOut(p, b)
-				t.spend()
+				t.spendBudget()
 				return n, nil
 			}
 		}
@@ -378,7 +413,7 @@ func (fd *netFD) recvMultishot(t *Task, b []byte, p *poller.Provided) (int, erro
 			fd.rErr = nil
 			return 0, fd.opErr("read", os.NewSyscallError("recv", err))
 		case fd.rEOF:
-			t.spend()
+			t.spendBudget()
 			return 0, io.EOF
 		case fd.noBufs && fd.ms == nil:
 			fd.noBufs = false
@@ -386,7 +421,7 @@ func (fd *netFD) recvMultishot(t *Task, b []byte, p *poller.Provided) (int, erro
 		}
 		l := t.loop
 		if fd.ms == nil {
-			op := l.getOp()
+			op := fd.ops.get()
 			op.RecvMultishot(fd.fd, p)
 			op.Owner = fd
 			fd.ms = op
@@ -423,7 +458,7 @@ func (fd *netFD) complete(l *loop, c poller.Completion) {
 	p := l.ring.Provided()
 	if !c.More() {
 		fd.ms = nil
-		l.putOp(c.Op)
+		fd.ops.put(l, c.Op)
 	}
 	bid, hasBuf := c.Buffer()
 	if fd.closing.Load() {

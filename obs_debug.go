@@ -13,7 +13,9 @@ import (
 	"time"
 )
 
-// DebugHandler returns an http.Handler that serves, for every running Run:
+// DebugHandler returns an http.Handler that serves, for every running Run,
+// the following; it does not suspend, nor does the handler wait for a
+// loop:
 //
 //	/tasks            Dump's text
 //	/stats            AllStats as JSON
@@ -26,7 +28,7 @@ import (
 //
 //	http.Handle("/debug/weft/", weft.DebugHandler())
 //
-// It never waits for a loop: a stuck loop's tasks are shown too.
+// Since it never waits for a loop, a stuck loop's tasks are shown too.
 func DebugHandler() http.Handler { return http.HandlerFunc(serveDebug) }
 
 func serveDebug(w http.ResponseWriter, r *http.Request) {

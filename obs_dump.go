@@ -38,19 +38,18 @@ const (
 
 // runSnap is a Run as a dump sees it.
 type runSnap struct {
-	num     int
-	loops   int
-	now     int64 // the Run's clock when the snapshot was taken
-	virtual bool
-	wall    time.Time // the Run's clock as a time, for deadlines
-	tasks   []taskSnap
+	num   int
+	loops int
+	now   int64     // the Run's clock when the snapshot was taken
+	wall  time.Time // the Run's clock as a time, for deadlines
+	tasks []taskSnap
 }
 
 // snapshot copies what observers may see of rs's live tasks. It holds the
 // run lock (with several loops) and the registry's lock for the copy
 // only: about 50 ns a task.
 func (rs *runState) snapshot() runSnap {
-	s := runSnap{num: rs.obs.num, loops: rs.shownLoops(), virtual: rs.clock.Virtual()}
+	s := runSnap{num: rs.obs.num, loops: rs.shownLoops()}
 	running := make([]uint32, len(rs.loops))
 	ran := make([]time.Duration, len(rs.loops))
 	for i, l := range rs.loops {
@@ -95,10 +94,11 @@ func (rs *runState) snapshot() runSnap {
 // runnable, or waiting and on what: a promise, a channel or lock, a timer
 // and its deadline, an fd and its direction, off-loop work), how long it
 // has waited, where it waits and where it was started (file:line in the
-// caller's code).
+// caller's code). Dump does not suspend: any goroutine may call it at any
+// time, a task included, and it never waits for a loop. It writes nothing
+// if no Run is running; a nil w panics.
 //
-// Any goroutine may call Dump at any time, a task included: it never waits
-// for a loop. It reads what the loops publish as they go (each task's
+// Dump reads what the loops publish as they go (each task's
 // record is taken under a lock the loop holds only while it starts a
 // wait), so the picture is consistent per task, and a task that is
 // switching as Dump looks may show its previous state. The durations are
@@ -111,8 +111,7 @@ func (rs *runState) snapshot() runSnap {
 // record it is published in is made then); a task that has done neither
 // shows just "runnable". Wait and runnable start times reuse the loop's
 // last clock reading, so they may be early by what the loop ran since
-// (microseconds, unless a task held the loop). Dump does not
-// suspend; it writes nothing if no Run is running. A nil w panics.
+// (microseconds, unless a task held the loop).
 func Dump(w io.Writer) {
 	if w == nil {
 		panic("weft: Dump with a nil writer")

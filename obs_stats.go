@@ -70,7 +70,8 @@ func RunStats(t *Task) Stats {
 }
 
 // AllStats returns the statistics of every running Run, in start order.
-// Any goroutine may call it: it never waits for a loop.
+// It does not suspend: any goroutine may call it, and it never waits for a
+// loop.
 func AllStats() []Stats {
 	var all []Stats
 	for _, rs := range runningRuns() {

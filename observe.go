@@ -54,7 +54,6 @@ type runObs struct {
 	mu    sync.Mutex // guards the task list
 	head  *Task      // guarded by mu: the live tasks, newest first
 	count int        // guarded by mu: tasks in the list
-	start time.Time  // immutable: when the Run started (wall clock)
 
 	offload atomic.Value // the Run's offload pool once made (its stats method: obs_stats.go)
 
@@ -93,7 +92,7 @@ func (rs *runState) startObs(o *options) (end func()) {
 // record): the record lives in the task's extra part.
 type taskObs struct {
 	prev, next *Task                     // guarded by the Run's runObs.mu
-	rec        atomic.Pointer[obsRecord] // &t.x.obs once published (by its loop)
+	rec        atomic.Pointer[obsRecord] // &t.extra.obs once published (by its loop)
 }
 
 // obsRecord is what a task publishes about itself.
@@ -115,7 +114,7 @@ func (t *Task) obsRec() *obsRecord {
 	if r := t.obs.rec.Load(); r != nil {
 		return r
 	}
-	r := &t.extra().obs
+	r := &t.ensureExtra().obs
 	t.obs.rec.Store(r)
 	return r
 }
@@ -293,7 +292,7 @@ func (l *loop) obsSleep() {
 
 // obsWait publishes the wait of kind t is about to suspend in (block).
 func (t *Task) obsWait(kind waitKind) {
-	x := t.x
+	x := t.extra
 	r := t.obsRec()
 	rec := &r.w
 	r.mu.Lock()
@@ -367,7 +366,7 @@ func fdModeString(m poller.Mode) string {
 
 // nameChanged passes a new name on to the trace and the profiler label.
 func (t *Task) nameChanged() {
-	t.loop.traceName(t, t.x.obs.name)
+	t.loop.traceName(t, t.extra.obs.name)
 	t.nameLabel()
 }
 

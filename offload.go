@@ -106,8 +106,15 @@ func (p *offloadPool) close() {
 	}
 }
 
-// Offloaded CPU work must not starve the loops. Two measures keep the
-// loops ahead of the workers (WithLoopPriority(false) turns both off):
+// WithLoopPriority says whether the loops are kept ahead of Offload
+// workers (the default: true), so that CPU-heavy offloaded work can fill
+// every core and a loop woken by I/O still runs at once. Turn it off when
+// the program manages GOMAXPROCS or thread priorities itself; offloaded
+// CPU work that fills every core can then delay a loop by up to the
+// runtime's 10 ms preemption. Like every Option, it does not suspend.
+//
+// Two measures keep the loops ahead of the workers (WithLoopPriority(false)
+// turns both off):
 //
 //  1. A spare P. When every P (the Go runtime's processors, GOMAXPROCS of
 //     them) runs CPU-bound work, a loop that I/O wakes finds no P free and
@@ -122,25 +129,21 @@ func (p *offloadPool) close() {
 //     its OS thread and lowers that thread's priority (on Linux, nice +10):
 //     the kernel then preempts a worker for the loop, while the workers
 //     still fill every core the loops leave idle.
-//
-// WithLoopPriority says whether the loops are kept ahead of Offload
-// workers (the default: true): each worker raises GOMAXPROCS by one while it
-// exists and runs on an OS thread of lower priority (nice +10 on Linux), so
-// that CPU-heavy offloaded work can fill every core and a loop woken by I/O
-// still runs at once. Turn it off when the program manages GOMAXPROCS or
-// thread priorities itself; offloaded CPU work that fills every core can
-// then delay a loop by up to the runtime's 10 ms preemption.
 func WithLoopPriority(on bool) Option {
 	return func(o *options) { offloadSettingsOf(o).noLoopPriority = !on }
 }
 
 // Offload runs f on a goroutine of the Run's bounded pool and suspends the
-// task until f returns, then returns f's result. Use it for work that would
-// block the loop: CPU-heavy computation, blocking system calls, cgo, libraries
-// without a weft API. f must not use the Task (it runs on another goroutine,
-// and every Task method panics there) but may call t.Context() and use the
-// context: it is done once the task is cancelled or has finished. A panic
-// in f becomes a *PanicError.
+// task until f returns, then returns f's result. It is a cancellation
+// point: if the task is cancelled, Offload returns the cause (matching
+// context.Canceled) at once; an f already handed to the pool still runs,
+// and its result is dropped.
+//
+// Use it for work that would block the loop: CPU-heavy computation,
+// blocking system calls, cgo, libraries without a weft API. f must not use
+// the Task (it runs on another goroutine, and every Task method panics
+// there) but may call t.Context() and use the context: it is done once the
+// task is cancelled or has finished. A panic in f becomes a *PanicError.
 //
 // While f runs, Run stays alive. The pool's size is set by
 // WithOffloadWorkers (default: GOMAXPROCS, at least 4); calls beyond it
@@ -149,11 +152,9 @@ func WithLoopPriority(on bool) Option {
 // that a loop woken by I/O still runs at once (see WithLoopPriority).
 // Blocking f (sleeps, files) run in parallel up to the pool's size.
 //
-// Offload is a cancellation point. If the task is cancelled while f runs,
-// Offload returns the cause (matching context.Canceled) at once; f cannot
-// be stopped from outside, so it runs on to completion (pass it
-// t.Context() to let it notice), its result is dropped, and Run still
-// waits for it before returning, so that no goroutine outlives Run.
+// f cannot be stopped from outside: after a cancellation it runs on to
+// completion (pass it t.Context() to let it notice), and Run still waits
+// for it before returning, so that no goroutine outlives Run.
 //
 // In a seeded Run (WithSeed), Offload returns an error wrapping ErrRealIO
 // without running f, unless AllowRealIO: f's completion would come when
@@ -198,21 +199,24 @@ func Offload[T any](t *Task, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, err
 	}
-	return v, loud(ferr) // a misuse in f (the Task used there, say) is re-raised
+	return v, reraiseMisuse(ferr) // a misuse in f (the Task used there, say) is re-raised
 }
 
-// ReadFile reads the named file off the loop (through Offload) and returns
-// its contents, like os.ReadFile: a missing file gives an error matching
-// fs.ErrNotExist. It is a cancellation point, as Offload is.
+// ReadFile reads the named file off the loop (through Offload), suspending
+// the task meanwhile, and returns its contents, like os.ReadFile: a
+// missing file gives an error matching fs.ErrNotExist. It is a
+// cancellation point, as Offload is: if the task is cancelled, ReadFile
+// returns the cause (matching context.Canceled).
 func ReadFile(t *Task, name string) ([]byte, error) {
 	t.check("ReadFile")
 	return Offload(t, func() ([]byte, error) { return os.ReadFile(name) })
 }
 
 // WriteFile writes data to the named file off the loop (through Offload),
-// creating it with perm if needed and truncating it otherwise, like
-// os.WriteFile. It is a cancellation point, as Offload is: if the task is
-// cancelled, the write may still complete.
+// suspending the task meanwhile, creating it with perm if needed and
+// truncating it otherwise, like os.WriteFile. It is a cancellation point,
+// as Offload is: if the task is cancelled, WriteFile returns the cause
+// (matching context.Canceled), and the write may still complete.
 func WriteFile(t *Task, name string, data []byte, perm fs.FileMode) error {
 	t.check("WriteFile")
 	_, err := Offload(t, func() (struct{}, error) { return struct{}{}, os.WriteFile(name, data, perm) })

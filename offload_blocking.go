@@ -34,8 +34,14 @@ import (
 const DefaultBlockingLimit = 10000
 
 // Blocking runs f on a goroutine of its own (not the loop, not the Offload
-// pool), suspends the task until f returns, and returns f's result. Use
-// it to call blocking Go code from a task: database and cache clients
+// pool), suspends the task until f returns, and returns f's result. If the
+// task is cancelled while f runs, ctx is cancelled and Blocking still
+// waits for f and returns what f returned (the task's next suspension
+// point returns the cancellation); a task cancelled before f starts
+// (already, or while it waits for a slot: WithBlockingLimit) gets the
+// cause (matching context.Canceled), and f does not run.
+//
+// Use it to call blocking Go code from a task: database and cache clients
 // (database/sql, pgx, go-redis), cloud SDKs, anything that waits on the
 // network, a Go channel, a sync lock or time.Sleep. Use Offload instead
 // for CPU-heavy work: its pool is sized to the cores, while Blocking's
@@ -45,19 +51,13 @@ const DefaultBlockingLimit = 10000
 // carries the values of Run's context and the deadline of a Timeout
 // around the call, and it is cancelled, with the cause (context.Cause
 // gives it; Err is context.DeadlineExceeded when a deadline passed), when
-// the task is cancelled. Blocking then still waits for f, so that nothing
-// outlives the call: give f's blocking calls ctx so that they return
-// early. ctx is not cancelled when Blocking returns, but when the scope it
+// the task is cancelled. Since Blocking then still waits for f, so that
+// nothing outlives the call, give f's blocking calls ctx so that they
+// return early (f's own error then usually reports the cancellation of
+// ctx). ctx is not cancelled when Blocking returns, but when the scope it
 // belongs to ends (the Timeout, Group or Protect around the call returns,
 // or the task finishes): a transaction that database/sql ties to the
 // context it began with lasts until then.
-//
-// Blocking returns what f returned, even when the task was cancelled
-// meanwhile (f's own error then usually reports the cancellation of ctx);
-// the task's next suspension point returns the cancellation. It is a
-// cancellation point before f starts: a task already cancelled, or
-// cancelled while it waits for a slot (WithBlockingLimit), returns the
-// cause (matching context.Canceled) and f does not run.
 //
 // f must not use the Task, nor anything bound to it (a Conn's ReadWriter,
 // a whttp ResponseWriter): it runs on another goroutine, and doing so
@@ -95,7 +95,7 @@ func Blocking[T any](t *Task, f func(ctx context.Context) (T, error)) (T, error)
 	c.run(t, bs)
 	bs.slots.release(1, t.loop)
 	if c.panicked != nil {
-		return zero, loud(c.panicked) // a misuse in f (the Task used there) is re-raised
+		return zero, reraiseMisuse(c.panicked) // a misuse in f (the Task used there) is re-raised
 	}
 	return c.v, c.err
 }

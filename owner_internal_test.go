@@ -18,7 +18,7 @@ func TestOwnerChecksCatchATimerHeapTouchedFromAnotherLoop(t *testing.T) {
 		home := wt.loop
 		// The child moves to the other loop (as a Conn's task does).
 		p := Go(wt, func(ct *Task) (struct{}, error) {
-			ct.moveTo_(ct.rs.loops[1], "a test")
+			ct.migrate(ct.rs.loops[1], "a test")
 			if ct.loop == home {
 				t.Error("the child never moved to the other loop")
 				return struct{}{}, nil

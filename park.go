@@ -50,17 +50,15 @@ type keepAliveSource interface {
 	keepsAlive() bool
 }
 
-// parkWaiter is a task's registration with a source's queue. The source
-// owns its links and fields; the core reads task and gen.
+// parkWaiter is a task's registration with a source's queue: the core
+// reads task, gen and loop; slot is the source's (the sync layer keeps
+// its queue node there, with the links, the state and the value handed
+// over: sync_waitq.go).
 type parkWaiter struct {
-	task       *Task
-	gen        uint32      // the wait generation this registration wakes
-	loop       *loop       // the loop the task waits on (it cannot move while it does)
-	prev, next *parkWaiter // the source's queue links, under its lock
-	queued     bool        // linked in the source's queue, under its lock
-	state      uint32      // the source's use (handed, withdrawn, ...)
-	slot       any         // the source's use (a value handed over, ...)
-	index      int         // the source's use (a Select case, ...)
+	task *Task
+	gen  uint32 // the wait generation this registration wakes
+	loop *loop  // the loop the task waits on (it cannot move while it does)
+	slot any    // the source's use: its queue node
 }
 
 // preparePark readies w for a new wait of t; call it before linking w.
@@ -86,7 +84,7 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 		src.withdraw(w)
 		return errAborted
 	}
-	x := t.extra()
+	x := t.ensureExtra()
 	x.park, x.parkW = src, w
 	ws := t.waitState()
 	ws.op = op
@@ -112,26 +110,26 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 // and l unlinks the task as it readies it (ready), before the task can be
 // handed to another loop.
 func (l *loop) linkKeepAlive(t *Task) {
-	x := t.x
+	x := t.extra
 	x.kaLinked = true
 	x.kaPrev, x.kaNext = nil, l.kaParked
 	if l.kaParked != nil {
-		l.kaParked.x.kaPrev = t
+		l.kaParked.extra.kaPrev = t
 	}
 	l.kaParked = t
 }
 
 // unlinkKeepAlive takes t off l's list again, as its park ends.
 func (l *loop) unlinkKeepAlive(t *Task) {
-	x := t.x
+	x := t.extra
 	x.kaLinked = false
 	if x.kaPrev != nil {
-		x.kaPrev.x.kaNext = x.kaNext
+		x.kaPrev.extra.kaNext = x.kaNext
 	} else {
 		l.kaParked = x.kaNext
 	}
 	if x.kaNext != nil {
-		x.kaNext.x.kaPrev = x.kaPrev
+		x.kaNext.extra.kaPrev = x.kaPrev
 	}
 	x.kaPrev, x.kaNext = nil, nil
 }
@@ -170,9 +168,9 @@ func (w *parkWaiter) postRecheck() {
 // a source that can still be satisfied from outside the loops. Only l
 // calls it (with several loops, holding the run lock, as it goes idle).
 func (l *loop) parkedKeepAliveLocked() bool {
-	for t := l.kaParked; t != nil; t = t.x.kaNext {
+	for t := l.kaParked; t != nil; t = t.extra.kaNext {
 		if t.state == stateWaiting && t.waitKind == waitPark {
-			if k, ok := t.x.park.(keepAliveSource); ok && k.keepsAlive() {
+			if k, ok := t.extra.park.(keepAliveSource); ok && k.keepsAlive() {
 				return true
 			}
 		}

@@ -63,7 +63,7 @@ func (f *File) Read(t *Task, b []byte) (int, error) {
 // Write writes all of b, suspending while the pipe is full. Writing to a
 // pipe whose read end is closed is an EPIPE error. It is a cancellation
 // point while it waits: if the task is cancelled, it returns the count
-// written so far and the cause.
+// written so far and the cause (matching context.Canceled).
 func (f *File) Write(t *Task, b []byte) (int, error) {
 	t.check("Write")
 	impl, err := f.bind(t)
@@ -74,9 +74,9 @@ func (f *File) Write(t *Task, b []byte) (int, error) {
 }
 
 // Close closes the pipe end, waking a task suspended on it with an error
-// matching os.ErrClosed, as an *os.File would. It may be called from any
-// task or goroutine, more than once (later calls return an error matching
-// os.ErrClosed).
+// matching os.ErrClosed, as an *os.File would. It does not suspend, and
+// may be called from any task or goroutine, more than once (later calls
+// return an error matching os.ErrClosed).
 func (f *File) Close() error {
 	f.mu.Lock()
 	if f.closing {
@@ -96,13 +96,17 @@ func (f *File) Close() error {
 }
 
 // ReadWriter returns an io.ReadWriter that reads and writes f on behalf of
-// t, for bufio and io.Copy. Like t, it may be used only by t's own task.
+// t, for bufio and io.Copy. Its Read and Write suspend t as f.Read and
+// f.Write do, and return the same errors (the cause, matching
+// context.Canceled, if t is cancelled). Like t, it may be used only by t's
+// own task. ReadWriter itself does not suspend.
 func (f *File) ReadWriter(t *Task) io.ReadWriter {
 	t.check("ReadWriter")
 	return &taskRW{rw: f, t: t}
 }
 
 // Fd returns the pipe end's file descriptor (-1 on systems where it has
-// none). It stays owned by the File: do not close it, and wait on it with
-// Readable or Writable only while no task reads or writes the File.
+// none). It does not suspend. The descriptor stays owned by the File: do
+// not close it, and wait on it with Readable or Writable only while no
+// task reads or writes the File.
 func (f *File) Fd() int { return f.fd }

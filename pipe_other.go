@@ -5,7 +5,8 @@ package weft
 import "os"
 
 // Pipe returns a connected pair of Files: what is written to w can be read
-// from r. On this system they are os.Pipe files served off the loop.
+// from r. On this system they are os.Pipe files served off the loop. Pipe
+// takes no task and does not suspend.
 func Pipe() (r, w *File, err error) {
 	rf, wf, err := os.Pipe()
 	if err != nil {

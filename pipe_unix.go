@@ -11,7 +11,8 @@ import (
 
 // Pipe returns a connected pair of Files: what is written to w can be read
 // from r. Both ends are non-blocking and close-on-exec; they bind to the
-// loop of the first task that uses them.
+// loop of the first task that uses them. Pipe takes no task and does not
+// suspend.
 func Pipe() (r, w *File, err error) {
 	rfd, wfd, err := fdutil.Pipe()
 	if err != nil {

@@ -109,7 +109,7 @@ func (ws *waitState) fire(w *waiter) {
 }
 
 func (t *Task) waitState() *waitState {
-	x := t.extra()
+	x := t.ensureExtra()
 	if x.w == nil {
 		x.w = &waitState{}
 		x.w.single.task = t
@@ -260,7 +260,7 @@ func (l *loop) notify(w *waiter, gen, tgen uint32) {
 		return // the wait was withdrawn; this wake is stale
 	}
 	w.on = nil
-	if ws := t.x.w; w.multi {
+	if ws := t.extra.w; w.multi {
 		// One of several promises a multi-wait registered with: record the
 		// completion order even if the task is already awake.
 		ws.fire(w)
@@ -275,9 +275,10 @@ func (l *loop) notify(w *waiter, gen, tgen uint32) {
 }
 
 // NewPromise returns a pending promise and the function that settles it.
-// The settle function may be called from any goroutine, any number of
-// times: the first call settles the promise and returns true, later calls
-// change nothing and return false.
+// Neither NewPromise nor the settle function suspends. The settle function
+// may be called from any goroutine, any number of times: the first call
+// settles the promise and returns true, later calls change nothing and
+// return false.
 //
 // Called by a task, the settle function makes a waiter on the same loop
 // runnable at once, in FIFO order, as a task's completion does: after
@@ -301,22 +302,21 @@ func NewPromise[T any]() (*Promise[T], func(v T, err error) bool) {
 	}
 }
 
-// Settled reports whether the promise has settled. It may be called from
-// any goroutine.
+// Settled reports whether the promise has settled. It does not suspend,
+// and may be called from any goroutine.
 func (p *Promise[T]) Settled() bool { return p.p.settled() }
 
 // Await returns the promise's value and error, suspending the task until
-// the promise settles.
+// the promise settles. Await is a cancellation point, as every suspension
+// point is (Trio's rule): if the task has been cancelled, or its deadline
+// has passed, Await returns the cause (an error matching
+// context.Canceled), even when the promise has settled, and the promise is
+// left as it is.
 //
 // Awaiting a promise that has already settled returns at once and does not
 // give up the loop: unlike JavaScript's await, it is not a scheduling point.
 // (A task that keeps finding results ready is still made to yield after a
-// while; see the package documentation on fairness.)
-//
-// Await is a cancellation point, as every suspension point is (Trio's
-// rule): if the task has been cancelled, or its deadline has passed, Await
-// returns the cause (an error matching context.Canceled), even when the
-// promise has settled, and the promise is left as it is. A task that was
+// while; see the package documentation on fairness.) A task that was
 // waiting and has been woken by the settle returns the result, even if it
 // is cancelled before it gets to run.
 func (p *Promise[T]) Await(t *Task) (T, error) {
@@ -334,7 +334,7 @@ func (p *Promise[T]) Await(t *Task) (T, error) {
 			return zero, err
 		}
 	} else {
-		t.spend()
+		t.spendBudget()
 	}
 	return p.result()
 }
@@ -344,7 +344,7 @@ func (p *Promise[T]) result() (T, error) {
 	err := p.p.err
 	if err != nil {
 		p.p.markHandled()
-		loud(err) // a misuse is re-raised, not returned
+		reraiseMisuse(err) // a misuse is re-raised, not returned
 	}
 	return p.val, err
 }
@@ -380,7 +380,7 @@ func (t *Task) promiseWaitAllowed() error {
 
 // noteWaitSite records where the task waits, for a deadlock report.
 func (t *Task) noteWaitSite(op string) {
-	ws := t.x.w
+	ws := t.extra.w
 	ws.op = op
 	clear(ws.pcs[:])
 	fpCallers(ws.pcs[:])

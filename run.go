@@ -12,7 +12,9 @@ import (
 	"github.com/weft-go/weft/internal/poller"
 )
 
-// Option configures Run.
+// Option configures Run. The functions that make one (AllowRealIO and the
+// With... functions) take no task and do not suspend; Run applies the
+// options as it starts.
 type Option func(*options)
 
 type options struct {
@@ -52,7 +54,11 @@ func WithVirtualTime(start time.Time) Option {
 // Run runs main as the first task of a new loop on the calling goroutine
 // and returns when no task is left: main and every task it started, awaited
 // or not, have finished, and no timer, fd wait or off-loop work remains.
-// It returns main's value and error.
+// It returns main's value and error. Run is not a task's operation: it
+// blocks the calling goroutine, which must not be a task's (from a task it
+// returns ErrNestedRun). A cancelled WithContext context cancels main and
+// every task it started, and Run returns once they have finished, with
+// what main returned.
 //
 // Failures are never silent: the error of every task that failed (an error
 // or a panic, but not a cancellation) and that no Await, All or Race
@@ -62,7 +68,6 @@ func WithVirtualTime(start time.Time) Option {
 // If the tasks deadlock, Run returns a *DeadlockError naming them (see
 // DeadlockError); it does not hang.
 //
-// Run must not be called from inside a task: it returns ErrNestedRun.
 // Independent Runs may run in parallel on different goroutines.
 func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	var zero T
@@ -130,7 +135,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 	}
 	errs = append(errs, rs.unobservedErrors()...)
 	for _, err := range errs {
-		loud(err) // a misuse in main or in a task nobody awaited: Run's caller panics
+		reraiseMisuse(err) // a misuse in main or in a task nobody awaited: Run's caller panics
 	}
 	switch len(errs) {
 	case 0:

@@ -81,7 +81,7 @@ const (
 
 // readyBatch makes t runnable in the batch lane.
 func (l *loop) readyBatch(t *Task) {
-	t.extra().batch = true
+	t.ensureExtra().batch = true
 	t.state = stateRunnable
 	t.waitKind = waitNone
 	l.obsRunnable(t)
@@ -118,7 +118,10 @@ func (l *loop) checkBatchDue(now int64) {
 
 // Checkpoint offers the loop to other tasks, for a task doing CPU-bound
 // work: call it every so often (every thousand iterations of an inner loop,
-// say). When no switch is due it returns at once, in a few nanoseconds.
+// say). When no switch is due it returns at once, in a few nanoseconds;
+// when one is, it suspends the task (see below). Checkpoint is a
+// cancellation point: if the task has been cancelled it returns the cause
+// (matching context.Canceled).
 //
 // It switches in two cases. At once, if an interactive task is waiting: an
 // fd became ready, a timer fell due, a promise was settled from another
@@ -134,9 +137,6 @@ func (l *loop) checkBatchDue(now int64) {
 // tasks, or, when nothing queued may move (a Local task, the task driving
 // the loop), the calling task itself moves there and Checkpoint returns on
 // that loop (Loop then says which). A Local task never moves.
-//
-// Checkpoint is a cancellation point: if the task has been cancelled it
-// returns the cause (matching context.Canceled).
 func (t *Task) Checkpoint() error {
 	t.check("Checkpoint")
 	l := t.loop
@@ -169,7 +169,7 @@ func (t *Task) checkpoint() error {
 
 	// The task's use of the loop since it last waited, and the start of its
 	// slice, fixed before we look at events: a wake found below must count.
-	x := t.extra()
+	x := t.ensureExtra()
 	x.checkpoints = true
 	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
@@ -194,7 +194,7 @@ func (t *Task) checkpoint() error {
 		// Another loop sleeps with nothing to run: share the queue, or
 		// go there if what is queued here must stay.
 		if to := l.shed(t); to != nil {
-			if err := t.moveTo_(to, "a hand-over"); err != nil {
+			if err := t.migrate(to, "a hand-over"); err != nil {
 				return err
 			}
 			return t.cancelPoint()
@@ -258,20 +258,20 @@ func (t *Task) checkpoint() error {
 // requeue puts a task forced off at a Checkpoint before using its interval
 // (an event woke another task) at the head of the batch lane: the woken
 // interactive tasks run first, and then it resumes where it was cut short,
-// ahead of the other CPU-bound tasks, keeping the time it used (x.cpu)
+// ahead of the other CPU-bound tasks, keeping the time it used (t.extra.cpu)
 // towards its interval.
 func (l *loop) requeue(t *Task) {
-	t.extra().batch = true
+	t.ensureExtra().batch = true
 	t.state = stateRunnable
 	t.waitKind = waitNone
 	l.obsRunnable(t)
 	l.batchq.pushFront(t)
 }
 
-// spend takes one ready result from the running task's budget; when the
-// budget is gone the task yields (to the back of the interactive lane)
-// before it continues. It is not a cancellation point.
-func (t *Task) spend() {
+// spendBudget takes one ready result from the running task's budget;
+// when the budget is gone the task yields (to the back of the interactive
+// lane) before it continues. It is not a cancellation point.
+func (t *Task) spendBudget() {
 	l := t.loop
 	if l.budget--; l.budget > 0 {
 		return

@@ -120,10 +120,10 @@ func TestForcedOffTaskGoesToTheBatchLaneAndBackWhenItWaits(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			clk.AdvanceTo(clk.Nanotime() + int64(time.Millisecond))
 			wt.Checkpoint()
-			lanes = append(lanes, wt.x != nil && wt.x.batch)
+			lanes = append(lanes, wt.extra != nil && wt.extra.batch)
 		}
 		wt.Sleep(time.Millisecond) // waits on its own
-		lanes = append(lanes, wt.x.batch)
+		lanes = append(lanes, wt.extra.batch)
 		_, err := other.Await(wt)
 		return struct{}{}, err
 	}, WithLoops(1), func(o *options) { o.clock = clk })

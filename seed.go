@@ -191,6 +191,8 @@ const (
 
 var reasonNames = [...]string{"gave way", "spawned", "timer", "promise", "park", "fd", "external"}
 
+// String returns the reason as a decision log prints it ("gave way",
+// "timer", ...). It does not suspend.
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
 		return reasonNames[r]
@@ -212,7 +214,7 @@ type Decision struct {
 }
 
 // Func returns the name of the function of the decision's task ("" for
-// none).
+// none). It does not suspend.
 func (d Decision) Func() string {
 	if d.pc == 0 {
 		return ""
@@ -220,6 +222,9 @@ func (d Decision) Func() string {
 	return funcNameOf(d.pc)
 }
 
+// String describes the decision on one line, as weftest's reports print
+// it: the step, the virtual time, the task (id, name, function) and what
+// was chosen among how many. It does not suspend.
 func (d Decision) String() string {
 	name := d.Func()
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -630,7 +635,8 @@ func (t *Task) VirtualTime() bool {
 	return t.rs.clock.Virtual()
 }
 
-// Seeded reports whether the task's Run is seeded (WithSeed).
+// Seeded reports whether the task's Run is seeded (WithSeed). It does not
+// suspend.
 func (t *Task) Seeded() bool {
 	t.check("Seeded")
 	return t.rs.sim != nil

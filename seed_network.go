@@ -30,21 +30,25 @@ type Network interface {
 	ListenPacket(t *Task, network, address string) (NetPacketConn, error)
 }
 
-// NetListener is a Network's listener. Close may be called from any task
-// or goroutine and must wake a task suspended in Accept with an error
-// matching net.ErrClosed.
+// NetListener is a Network's listener. Accept may suspend the task, as
+// Listener.Accept does, and must return the error of an interrupted wait
+// (the cause, matching context.Canceled, when the task is cancelled).
+// Close may be called from any task or goroutine, must not suspend, and
+// must wake a task suspended in Accept with an error matching
+// net.ErrClosed.
 type NetListener interface {
 	Accept(t *Task) (NetConn, error)
 	Addr() net.Addr
 	Close() error
 }
 
-// NetConn is a Network's stream connection. Read returns io.EOF at the end
-// of the stream; Write writes all of b unless it fails. Close may be called
-// from any task or goroutine and must wake tasks suspended in Read or Write
-// with an error matching net.ErrClosed. A wait inside Read or Write that is
-// interrupted (cancellation, a deadline: the error the wait returned) must
-// return that error.
+// NetConn is a Network's stream connection. Read and Write may suspend
+// the task, as Conn's do, and a wait inside them that is interrupted
+// (cancellation, a deadline: the error the wait returned) must return
+// that error. Read returns io.EOF at the end of the stream; Write writes
+// all of b unless it fails. Close may be called from any task or
+// goroutine, must not suspend, and must wake tasks suspended in Read or
+// Write with an error matching net.ErrClosed.
 type NetConn interface {
 	Read(t *Task, b []byte) (int, error)
 	Write(t *Task, b []byte) (int, error)
@@ -54,7 +58,11 @@ type NetConn interface {
 	RemoteAddr() net.Addr
 }
 
-// NetPacketConn is a Network's datagram endpoint.
+// NetPacketConn is a Network's datagram endpoint. ReadFrom and WriteTo
+// may suspend the task, as PacketConn's do, and must return the error of
+// an interrupted wait (the cause, matching context.Canceled, when the task
+// is cancelled); Close must not suspend and must wake them with an error
+// matching net.ErrClosed.
 type NetPacketConn interface {
 	ReadFrom(t *Task, b []byte) (int, net.Addr, error)
 	WriteTo(t *Task, b []byte, addr net.Addr) (int, error)
@@ -75,7 +83,8 @@ func WithNetwork(n Network) Option {
 // ListenPacket, and those of every task it starts, go through n: one Run
 // can then hold several simulated hosts, each started with its own
 // n.Host(name). It returns the task's promise; the caller suspends as for
-// Go (the child runs first). A nil n panics with "weft:".
+// Go (the child runs first), and it is not a cancellation point. A nil n
+// panics with "weft:".
 //
 //go:noinline
 func GoWithNetwork[T any](t *Task, n Network, f func(t *Task) (T, error)) *Promise[T] {
@@ -87,12 +96,12 @@ func GoWithNetwork[T any](t *Task, n Network, f func(t *Task) (T, error)) *Promi
 	if n == nil {
 		panic("weft: GoWithNetwork called with a nil Network")
 	}
-	return spawnIn(t, t.innermost(), f, pc, spawnGoWithNetwork, 0, func(c *Task) { c.extra().network = n })
+	return spawnIn(t, t.innermost(), f, pc, spawnGoWithNetwork, 0, func(c *Task) { c.ensureExtra().network = n })
 }
 
 // network returns the Network t's I/O goes through, nil for the host's.
 func (t *Task) network() Network {
-	if x := t.x; x != nil && x.network != nil {
+	if x := t.extra; x != nil && x.network != nil {
 		return x.network
 	}
 	return t.rs.network
@@ -101,7 +110,7 @@ func (t *Task) network() Network {
 // inheritNetwork gives the newborn t the Network of the task that spawned
 // it, if that one has its own.
 func (t *Task) inheritNetwork(parent *scope) {
-	if sp := parent.task; sp != nil && sp.x != nil && sp.x.network != nil {
-		t.extra().network = sp.x.network
+	if sp := parent.task; sp != nil && sp.extra != nil && sp.extra.network != nil {
+		t.ensureExtra().network = sp.extra.network
 	}
 }

@@ -63,7 +63,9 @@ var chanIDs atomic.Uint64
 
 // Chan is a channel: a FIFO queue of values of type T with a fixed
 // capacity, between tasks of any loop and plain goroutines. Send suspends
-// the task while the channel is full, Recv while it is empty; with
+// the task while the channel is full, Recv while it is empty; both are
+// cancellation points, and a Send or Recv that returns a cancellation
+// (the cause, matching context.Canceled) sent or received nothing. With
 // capacity 0 every value passes directly from a sender to a receiver.
 // Values arrive in the order they were sent, and waiting senders and
 // receivers are served in the order they came.
@@ -160,13 +162,12 @@ func (c *Chan[T]) caller() (*loop, bool) {
 // Send sends v, suspending the task while the channel is full (for
 // capacity 0: until a receiver takes v). It returns nil once the channel
 // has accepted v, and an error matching ErrClosed if the channel is or
-// becomes closed before that; v was then not sent.
+// becomes closed before that; v was then not sent. Send is a cancellation
+// point: if the task is cancelled before v is accepted, Send returns the
+// cause (matching context.Canceled) and v was not sent.
 //
-// Send is a cancellation point: if the task is cancelled before v is
-// accepted, Send returns the cause (matching context.Canceled) and v was
-// not sent. If v was accepted before the cancellation reached the task,
-// Send returns nil, and the next suspension point reports the
-// cancellation.
+// If v was accepted before the cancellation reached the task, Send returns
+// nil, and the next suspension point reports the cancellation.
 func (c *Chan[T]) Send(t *Task, v T) error {
 	t.check("Chan.Send")
 	if err := t.cancelPoint(); err != nil {
@@ -175,7 +176,7 @@ func (c *Chan[T]) Send(t *Task, v T) error {
 	if c.own.Load() == t.loop && c.recvq.head == nil && c.n < len(c.buf) && !c.closed {
 		// The fast path: owned by this loop (no lock), room, nobody to wake.
 		c.pushLocked(v)
-		t.spend()
+		t.spendBudget()
 		return nil
 	}
 	return c.send(t, v)
@@ -193,7 +194,7 @@ func (c *Chan[T]) send(t *Task, v T) error {
 		c.release(locked)
 		ws.wake(l)
 		if err == nil {
-			t.spend()
+			t.spendBudget()
 		}
 		return err
 	}
@@ -227,12 +228,12 @@ func (c *Chan[T]) sendSlow(t *Task, v T, locked bool) error {
 
 // Recv receives the next value, suspending the task while the channel is
 // empty. Once the channel is closed and drained it returns io.EOF, or the
-// error given to CloseWithError.
+// error given to CloseWithError. Recv is a cancellation point: if the task
+// is cancelled, Recv returns the cause (matching context.Canceled) and
+// received nothing.
 //
-// Recv is a cancellation point: if the task is cancelled, Recv returns the
-// cause (matching context.Canceled) and received nothing; a value that was
-// handed to the task as the cancellation reached it goes to the next
-// receiver.
+// A value that was handed to the task as the cancellation reached it goes
+// to the next receiver.
 func (c *Chan[T]) Recv(t *Task) (T, error) {
 	t.check("Chan.Recv")
 	if err := t.cancelPoint(); err != nil {
@@ -242,7 +243,7 @@ func (c *Chan[T]) Recv(t *Task) (T, error) {
 	if c.own.Load() == t.loop && c.n > 0 && c.sendq.head == nil && c.back == nil {
 		// The fast path: owned by this loop (no lock), a value, nobody to wake.
 		v := c.popLocked()
-		t.spend()
+		t.spendBudget()
 		return v, nil
 	}
 	return c.recv(t)
@@ -257,44 +258,34 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 	var ws wakers
 	l := t.loop
 	locked := c.acquire(l)
-	if v, ok := c.takeLocked(&ws); ok {
-		c.release(locked)
-		ws.wake(l)
-		t.spend()
-		return v, nil
-	}
-	if c.closed {
-		err := c.recvErr
-		c.release(locked)
-		return zero, loud(err)
-	}
-	if locked && c.own.Load() == sharedOwner && t.loop.runq.len()+t.loop.batchq.len() == 0 {
-		// A shared channel, and nothing else to run here: the value may be
-		// on its way from another goroutine. Look again a few times before
-		// parking, which would make that goroutine wake the loop.
-		for range recvSpins {
+	for look := 0; ; look++ {
+		if v, ok := c.takeLocked(&ws); ok {
 			c.release(locked)
-			runtime.Gosched()
-			// Never while holding the channel: cancelPoint may take the run
-			// lock, which is taken before a wait source's (DESIGN.md).
-			if err := t.cancelPoint(); err != nil {
-				return zero, err
-			}
-			locked = c.acquire(t.loop)
-			if v, ok := c.takeLocked(&ws); ok {
-				c.release(locked)
-				ws.wake(l)
-				t.spend()
-				return v, nil
-			}
-			if c.closed {
-				err := c.recvErr
-				c.release(locked)
-				return zero, loud(err)
-			}
+			ws.wake(l)
+			t.spendBudget()
+			return v, nil
 		}
+		if c.closed {
+			err := c.recvErr
+			c.release(locked)
+			return zero, reraiseMisuse(err)
+		}
+		// Park, unless the channel is shared and nothing else is runnable
+		// here: the value may then be on its way from another goroutine,
+		// and Recv looks again recvSpins times first, since parking would
+		// make that goroutine wake the loop.
+		if look == recvSpins || look == 0 && !(locked && c.own.Load() == sharedOwner && l.runq.len()+l.batchq.len() == 0) {
+			return c.recvSlow(t, locked)
+		}
+		c.release(locked)
+		runtime.Gosched()
+		// Never while holding the channel: cancelPoint may take the run
+		// lock, which is taken before a wait source's (DESIGN.md).
+		if err := t.cancelPoint(); err != nil {
+			return zero, err
+		}
+		locked = c.acquire(l)
 	}
-	return c.recvSlow(t, locked)
 }
 
 // recvSpins is how many times Recv looks again at an empty shared
@@ -330,7 +321,7 @@ func (c *Chan[T]) recvSlow(t *Task, locked bool) (T, error) {
 	case st == nodeDone:
 		return v, nil
 	}
-	return zero, loud(recvErr) // st == nodeClosed; a Generate producer's misuse is re-raised
+	return zero, reraiseMisuse(recvErr) // st == nodeClosed; a Generate producer's misuse is re-raised
 }
 
 // TrySend sends v if that needs no wait: a receiver is waiting, or the
@@ -374,7 +365,8 @@ func (c *Chan[T]) Close() { c.close(io.EOF, ErrClosed) }
 // CloseWithError closes the channel as Close does, except that receivers
 // get err instead of io.EOF once they have drained it, and senders get an
 // error that matches both ErrClosed and err. A nil err (or io.EOF) is
-// Close. If the channel is already closed, it does nothing.
+// Close. If the channel is already closed, it does nothing. It never
+// suspends; any goroutine may call it.
 func (c *Chan[T]) CloseWithError(err error) {
 	if err == nil || err == io.EOF {
 		c.Close()
@@ -433,8 +425,12 @@ func (c *Chan[T]) Closed() bool {
 	return closed
 }
 
-// All returns an iterator over the values received from the channel, for
-// use from task t:
+// All returns an iterator over the values received from the channel by
+// task t. All itself does not suspend; each step of the iteration
+// suspends as Recv does. The iteration ends after the last value when the
+// channel was closed with Close; after CloseWithError it yields that error
+// last, and if the task is cancelled it yields the cause (matching
+// context.Canceled) last:
 //
 //	for v, err := range c.All(t) {
 //		if err != nil {
@@ -443,9 +439,6 @@ func (c *Chan[T]) Closed() bool {
 //		use(v)
 //	}
 //
-// Each step suspends as Recv does. The loop ends after the last value when
-// the channel was closed with Close; after CloseWithError it yields that
-// error last, and if the task is cancelled it yields the cause last.
 // Leaving the loop early (break, return) or a cancellation stops the
 // producer of a channel made by Generate (its yield returns an error); on
 // any other channel it changes nothing.
@@ -493,11 +486,11 @@ func (c *Chan[T]) consumerStopped() {
 // SendWait sends v from a plain goroutine, blocking that goroutine (and
 // nothing else) while the channel is full. It returns nil once v was
 // accepted, an error matching ErrClosed if the channel is closed first,
-// or ctx.Err() if ctx is done first (v was then not sent). While it
-// blocks, the loops of tasks waiting on the channel stay alive.
+// or ctx.Err() if ctx is done first (v was then not sent). It suspends no
+// task: called from a task, whose whole loop it would block, it panics
+// (use Send).
 //
-// SendWait must not be called from a task: it would block the task's
-// whole loop (it panics; use Send).
+// While it blocks, the loops of tasks waiting on the channel stay alive.
 func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 	if !c.plain.Plain() {
 		mustNotBeTask("Chan.SendWait", "Send")
@@ -538,10 +531,10 @@ func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 // goroutine (and nothing else) while the channel is empty. It returns
 // io.EOF (or the CloseWithError error) once the channel is closed and
 // drained, or ctx.Err() if ctx is done first (nothing was then received).
-// While it blocks, the loops of tasks waiting on the channel stay alive.
+// It suspends no task: called from a task, whose whole loop it would
+// block, it panics (use Recv).
 //
-// RecvWait must not be called from a task: it would block the task's
-// whole loop (it panics; use Recv).
+// While it blocks, the loops of tasks waiting on the channel stay alive.
 func (c *Chan[T]) RecvWait(ctx context.Context) (T, error) {
 	if !c.plain.Plain() {
 		mustNotBeTask("Chan.RecvWait", "Recv")

@@ -13,10 +13,8 @@ import "sync/atomic"
 // Event.Wait. The zero Event is unset. An Event must not be copied after
 // first use.
 type Event struct {
-	set  atomic.Bool
-	mu   spinLock // guards q and pool
-	q    waitQueue[struct{}]
-	pool nodePool[struct{}]
+	set atomic.Bool
+	wq  taskQueue[struct{}] // the waiting tasks
 }
 
 // Set sets the event and wakes every waiting task. Setting a set event
@@ -26,16 +24,16 @@ func (e *Event) Set() {
 		return
 	}
 	var ws wakers
-	e.mu.lock()
+	e.wq.mu.lock()
 	if !e.set.Load() {
 		e.set.Store(true)
-		for nd := e.q.head; nd != nil; nd = e.q.head {
-			e.q.remove(nd)
+		for nd := e.wq.q.head; nd != nil; nd = e.wq.q.head {
+			e.wq.q.remove(nd)
 			nd.state = nodeDone
 			ws.add(nd.waker())
 		}
 	}
-	e.mu.unlock()
+	e.wq.mu.unlock()
 	ws.wakeFromCaller()
 }
 
@@ -44,11 +42,11 @@ func (e *Event) Set() {
 func (e *Event) IsSet() bool { return e.set.Load() }
 
 // Wait suspends the task until the event is set, and returns nil then; if
-// it is already set, Wait returns at once.
+// it is already set, Wait returns at once. Wait is a cancellation point:
+// if the task has been cancelled, Wait returns the cause (matching
+// context.Canceled) at once, even if the event is set; if it is cancelled
+// while it waits, Wait returns the cause then.
 //
-// Wait is a cancellation point: if the task has been cancelled, Wait
-// returns the cause (matching context.Canceled) at once, even if the event
-// is set; if it is cancelled while it waits, Wait returns the cause then.
 // A task woken by Set returns nil even if a cancellation reaches it before
 // it resumes (the event happened; the next suspension point reports it).
 func (e *Event) Wait(t *Task) error {
@@ -59,32 +57,23 @@ func (e *Event) Wait(t *Task) error {
 	if e.set.Load() {
 		return nil
 	}
-	e.mu.lock()
+	e.wq.mu.lock()
 	if e.set.Load() {
-		e.mu.unlock()
+		e.wq.mu.unlock()
 		return nil
 	}
-	nd := e.pool.get(nodeTask)
-	t.preparePark(&nd.pw)
-	e.q.push(nd)
-	e.mu.unlock()
-	err := t.park("Event.Wait", e, &nd.pw)
-	set := nd.state == nodeDone
-	e.mu.lock()
-	e.pool.put(nd)
-	e.mu.unlock()
-	if set {
-		return nil
+	if set, err := e.wq.parkLocked(t, "Event.Wait", e, struct{}{}); !set {
+		return err
 	}
-	return err
+	return nil
 }
 
 // withdraw takes an interrupted waiter off the queue (parkSource).
 func (e *Event) withdraw(w *parkWaiter) {
 	nd := w.slot.(*waitNode[struct{}])
-	e.mu.lock()
+	e.wq.mu.lock()
 	if nd.queued {
-		e.q.remove(nd)
+		e.wq.q.remove(nd)
 	}
-	e.mu.unlock()
+	e.wq.mu.unlock()
 }

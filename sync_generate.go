@@ -18,10 +18,14 @@ import (
 // Generate runs produce as a child task of t and returns the channel it
 // feeds: each yield(v) sends v, suspending the producer while the
 // channel's buffer (of capacity buffer) is full, so the producer is never
-// more than buffer values ahead of its consumer. When produce returns, the
-// channel is closed: a consumer ranging over c.All(t) gets every value,
-// then, if produce returned an error (or panicked: a *PanicError), that
-// error last.
+// more than buffer values ahead of its consumer. Generate starts the
+// producer at once and suspends t while it runs first, as Go does; it is
+// not a cancellation point. yield is one, as Send is: it returns the
+// producer's cancellation (matching context.Canceled).
+//
+// When produce returns, the channel is closed: a consumer ranging over
+// c.All(t) gets every value, then, if produce returned an error (or
+// panicked: a *PanicError), that error last.
 //
 // If the consumer stops early (leaves the range loop) or is cancelled, the
 // producer's yield returns an error matching ErrClosed (or the
@@ -30,9 +34,7 @@ import (
 // returns after its consumer has stopped has nobody to go to: unless it
 // matches ErrClosed or context.Canceled, Run reports it as a failure.
 //
-// yield may be called only by the producer task. yield is a cancellation
-// point, as Send is. Generate starts the producer at once (it runs first,
-// as Go's child does); it is not a cancellation point. A negative buffer
+// yield may be called only by the producer task. A negative buffer
 // panics.
 //
 //go:noinline

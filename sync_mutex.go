@@ -32,18 +32,16 @@ const (
 // suspension points); use a Mutex to hold something across suspension
 // points, or between loops.
 type Mutex struct {
-	state atomic.Uint32 // mutexLocked | mutexQueued
-	mu    spinLock      // guards q and pool
-	q     waitQueue[struct{}]
-	pool  nodePool[struct{}]
+	state atomic.Uint32       // mutexLocked | mutexQueued
+	wq    taskQueue[struct{}] // the waiting tasks
 }
 
 // Lock takes the lock, suspending the task while another holds it. It
-// returns nil once the task holds the lock.
+// returns nil once the task holds the lock. Lock is a cancellation point:
+// if the task is cancelled, Lock returns the cause (matching
+// context.Canceled) and the task does not hold the lock.
 //
-// Lock is a cancellation point: if the task is cancelled, Lock returns the
-// cause (matching context.Canceled) and the task does not hold the lock;
-// a lock handed to the task as the cancellation reached it goes to the
+// A lock handed to the task as the cancellation reached it goes to the
 // next waiter.
 func (m *Mutex) Lock(t *Task) error {
 	t.check("Mutex.Lock")
@@ -57,12 +55,12 @@ func (m *Mutex) Lock(t *Task) error {
 }
 
 func (m *Mutex) lockSlow(t *Task) error {
-	m.mu.lock()
+	m.wq.mu.lock()
 	for {
 		s := m.state.Load()
 		if s == 0 {
 			if m.state.CompareAndSwap(0, mutexLocked) {
-				m.mu.unlock()
+				m.wq.mu.unlock()
 				return nil
 			}
 			continue
@@ -71,18 +69,10 @@ func (m *Mutex) lockSlow(t *Task) error {
 			break
 		}
 	}
-	nd := m.pool.get(nodeTask)
-	t.preparePark(&nd.pw)
-	m.q.push(nd)
-	m.mu.unlock()
-	err := t.park("Mutex.Lock", m, &nd.pw)
-	handed := nd.state == nodeDone
+	handed, err := m.wq.parkLocked(t, "Mutex.Lock", m, struct{}{})
 	if handed && err == nil {
 		err = t.cancelPoint()
 	}
-	m.mu.lock()
-	m.pool.put(nd)
-	m.mu.unlock()
 	if handed && err != nil {
 		m.unlock(t.loop) // pass it on
 	}
@@ -109,25 +99,25 @@ func (m *Mutex) Unlock() {
 
 // unlock is Unlock's slow path; from is the caller's loop, if known.
 func (m *Mutex) unlock(from *loop) {
-	m.mu.lock()
+	m.wq.mu.lock()
 	s := m.state.Load()
 	if s&mutexLocked == 0 {
-		m.mu.unlock()
+		m.wq.mu.unlock()
 		panic("weft: Mutex.Unlock of an unlocked Mutex")
 	}
-	nd := m.q.head
+	nd := m.wq.q.head
 	if nd == nil {
 		m.state.Store(0)
-		m.mu.unlock()
+		m.wq.mu.unlock()
 		return
 	}
-	m.q.remove(nd)
+	m.wq.q.remove(nd)
 	nd.state = nodeDone
 	k := nd.waker()
-	if m.q.head == nil {
+	if m.wq.q.head == nil {
 		m.state.Store(mutexLocked) // held by the waiter now
 	}
-	m.mu.unlock()
+	m.wq.mu.unlock()
 	if from == nil {
 		from = callerLoop()
 	}
@@ -137,12 +127,12 @@ func (m *Mutex) unlock(from *loop) {
 // withdraw takes an interrupted waiter off the queue (parkSource).
 func (m *Mutex) withdraw(w *parkWaiter) {
 	nd := w.slot.(*waitNode[struct{}])
-	m.mu.lock()
+	m.wq.mu.lock()
 	if nd.queued {
-		m.q.remove(nd)
-		if m.q.head == nil {
+		m.wq.q.remove(nd)
+		if m.wq.q.head == nil {
 			m.state.And(^mutexQueued)
 		}
 	}
-	m.mu.unlock()
+	m.wq.mu.unlock()
 }

@@ -16,6 +16,7 @@ import "sync/atomic"
 // NewPromise's, this promise keeps Run alive while it is pending and the
 // task t that made it has not finished, so a task awaiting it is not
 // reported as deadlocked while the settler is still at work.
+// NewPromiseExternal does not suspend and is not a cancellation point.
 //
 // The settle function may be called from any goroutine, any number of
 // times, and never blocks: the first call settles the promise and returns
@@ -27,8 +28,6 @@ import "sync/atomic"
 // (see WithVirtualTime): the loop cannot know when the outside will act.
 // Cancel settles the promise with context.Canceled but keeps Run alive
 // until the settle function is called or t finishes.
-//
-// NewPromiseExternal does not suspend and is not a cancellation point.
 func NewPromiseExternal[T any](t *Task) (*Promise[T], func(v T, err error) bool) {
 	t.check("NewPromiseExternal")
 	l := t.loop

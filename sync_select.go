@@ -102,7 +102,8 @@ func RecvCase[T any](c *Chan[T], v *T) SelectCase {
 }
 
 // SendCase is a Select case that sends v on c. It fires when c accepts v,
-// or with an error matching ErrClosed if c is closed. A nil c panics.
+// or with an error matching ErrClosed if c is closed. A nil c panics. It
+// does not suspend (see RecvCase).
 func SendCase[T any](c *Chan[T], v T) SelectCase {
 	if c == nil {
 		panic("weft: SendCase with a nil channel")
@@ -111,28 +112,28 @@ func SendCase[T any](c *Chan[T], v T) SelectCase {
 }
 
 // AfterCase is a Select case that fires when d has passed on the loop's
-// clock since Select was called; d <= 0 is ready at once.
+// clock since Select was called; d <= 0 is ready at once. It does not
+// suspend (see RecvCase).
 func AfterCase(d time.Duration) SelectCase {
 	return SelectCase{kind: caseAfter, d: d}
 }
 
 // Select carries out exactly one of the cases and returns its index and
-// error: the receive, send or timeout that happened first. If several are
-// ready at once, it picks one uniformly at random, as Go's select does;
-// and a sender or receiver that arrives while Select waits on several
-// cases of its channel satisfies one of them chosen uniformly too, so
-// {SendCase(c, 1), SendCase(c, 0)} sends each value about half of the
-// time whichever side comes first. A
-// receive on a closed channel fires with io.EOF (or the CloseWithError
-// error) and a send on one with an error matching ErrClosed. A case that
-// did not fire consumed nothing and sent nothing.
-//
-// Select suspends while no case is ready; with no cases it waits until the
-// task is cancelled. It is a cancellation point: if the task is
+// error: the receive, send or timeout that happened first. It suspends the
+// task while no case is ready. It is a cancellation point: if the task is
 // cancelled, Select returns -1 and the cause (matching context.Canceled),
 // and no case fired, except a send whose value was accepted before the
-// cancellation reached the task, which is reported as fired. A zero
-// SelectCase panics.
+// cancellation reached the task, which is reported as fired.
+//
+// If several cases are ready at once, Select picks one uniformly at
+// random, as Go's select does; and a sender or receiver that arrives while
+// Select waits on several cases of its channel satisfies one of them
+// chosen uniformly too, so {SendCase(c, 1), SendCase(c, 0)} sends each
+// value about half of the time whichever side comes first. A receive on a
+// closed channel fires with io.EOF (or the CloseWithError error) and a
+// send on one with an error matching ErrClosed. A case that did not fire
+// consumed nothing and sent nothing. With no cases Select waits until the
+// task is cancelled. A zero SelectCase panics.
 func Select(t *Task, cases ...SelectCase) (int, error) {
 	t.check("Select")
 	for i := range cases {
@@ -188,7 +189,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 			unlockAll()
 			ws.wake(t.loop)
 			if err == nil {
-				t.spend()
+				t.spendBudget()
 			}
 			return i, err
 		}

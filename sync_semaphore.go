@@ -21,11 +21,9 @@ import "fmt"
 // in Acquire does not keep Run alive; if nothing can release permits, Run
 // reports a deadlock naming Semaphore.Acquire.
 type Semaphore struct {
-	mu    spinLock
-	avail int64 // permits not held; guarded by mu
-	size  int64 // immutable
-	q     waitQueue[int64]
-	pool  nodePool[int64]
+	wq    taskQueue[int64] // the waiting tasks; a node's val: the permits it asks for
+	avail int64            // permits not held; guarded by wq.mu
+	size  int64            // immutable
 }
 
 // NewSemaphore returns a semaphore of n permits, all available. A negative
@@ -39,13 +37,13 @@ func NewSemaphore(n int64) *Semaphore {
 
 // Acquire takes n permits, suspending the task until they are available
 // and every task that asked before it has been served. It returns nil
-// once the task holds them. n must be between 0 and the semaphore's size
-// (more could never be granted): otherwise Acquire panics.
+// once the task holds them. Acquire is a cancellation point: if the task
+// is cancelled, Acquire returns the cause (matching context.Canceled) and
+// holds no permits.
 //
-// Acquire is a cancellation point: if the task is cancelled, Acquire
-// returns the cause (matching context.Canceled) and holds no permits;
-// permits granted to the task as the cancellation reached it are released
-// to the next waiters.
+// Permits granted to the task as the cancellation reached it are released
+// to the next waiters. n must be between 0 and the semaphore's size (more
+// could never be granted): otherwise Acquire panics.
 func (s *Semaphore) Acquire(t *Task, n int64) error {
 	t.check("Semaphore.Acquire")
 	return s.acquire(t, n, "Semaphore.Acquire")
@@ -60,25 +58,16 @@ func (s *Semaphore) acquire(t *Task, n int64, op string) error {
 	if n == 0 {
 		return nil
 	}
-	s.mu.lock()
-	if s.q.head == nil && s.avail >= n {
+	s.wq.mu.lock()
+	if s.wq.q.head == nil && s.avail >= n {
 		s.avail -= n
-		s.mu.unlock()
+		s.wq.mu.unlock()
 		return nil
 	}
-	nd := s.pool.get(nodeTask)
-	nd.val = n
-	t.preparePark(&nd.pw)
-	s.q.push(nd)
-	s.mu.unlock()
-	err := t.park(op, s, &nd.pw)
-	granted := nd.state == nodeDone
+	granted, err := s.wq.parkLocked(t, op, s, n)
 	if granted && err == nil {
 		err = t.cancelPoint()
 	}
-	s.mu.lock()
-	s.pool.put(nd)
-	s.mu.unlock()
 	if granted && err != nil {
 		s.release(n, t.loop) // pass them on
 	}
@@ -90,12 +79,12 @@ func (s *Semaphore) acquire(t *Task, n int64, op string) error {
 // point. n must be between 0 and the size, as for Acquire.
 func (s *Semaphore) TryAcquire(n int64) bool {
 	s.checkCount("TryAcquire", n)
-	s.mu.lock()
-	ok := s.q.head == nil && s.avail >= n
+	s.wq.mu.lock()
+	ok := s.wq.q.head == nil && s.avail >= n
 	if ok {
 		s.avail -= n
 	}
-	s.mu.unlock()
+	s.wq.mu.unlock()
 	return ok
 }
 
@@ -112,9 +101,9 @@ func (s *Semaphore) Release(n int64) {
 // Available returns the permits not held now. Any goroutine may call it;
 // it never suspends.
 func (s *Semaphore) Available() int64 {
-	s.mu.lock()
+	s.wq.mu.lock()
 	n := s.avail
-	s.mu.unlock()
+	s.wq.mu.unlock()
 	return n
 }
 
@@ -131,15 +120,15 @@ func (s *Semaphore) checkCount(op string, n int64) {
 // known.
 func (s *Semaphore) release(n int64, from *loop) {
 	var ws wakers
-	s.mu.lock()
+	s.wq.mu.lock()
 	if s.avail+n > s.size {
 		held := s.size - s.avail
-		s.mu.unlock()
+		s.wq.mu.unlock()
 		panic(fmt.Sprintf("weft: Semaphore.Release(%d) with only %d permits held", n, held))
 	}
 	s.avail += n
 	s.grantLocked(&ws)
-	s.mu.unlock()
+	s.wq.mu.unlock()
 	if from != nil {
 		ws.wake(from)
 	} else {
@@ -149,9 +138,9 @@ func (s *Semaphore) release(n int64, from *loop) {
 
 // grantLocked serves the head of the queue while its request fits.
 func (s *Semaphore) grantLocked(ws *wakers) {
-	for nd := s.q.head; nd != nil && nd.val <= s.avail; nd = s.q.head {
+	for nd := s.wq.q.head; nd != nil && nd.val <= s.avail; nd = s.wq.q.head {
 		s.avail -= nd.val
-		s.q.remove(nd)
+		s.wq.q.remove(nd)
 		nd.state = nodeDone
 		ws.add(nd.waker())
 	}
@@ -162,11 +151,11 @@ func (s *Semaphore) grantLocked(ws *wakers) {
 func (s *Semaphore) withdraw(w *parkWaiter) {
 	nd := w.slot.(*waitNode[int64])
 	var ws wakers
-	s.mu.lock()
+	s.wq.mu.lock()
 	if nd.queued {
-		s.q.remove(nd)
+		s.wq.q.remove(nd)
 		s.grantLocked(&ws)
 	}
-	s.mu.unlock()
+	s.wq.mu.unlock()
 	ws.wake(w.loop)
 }

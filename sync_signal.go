@@ -31,7 +31,6 @@ var sigReg struct {
 
 // sigWatch forwards one signal to its subscribers.
 type sigWatch struct {
-	sig  os.Signal
 	in   chan os.Signal     // registered with signal.Notify
 	subs []*Chan[os.Signal] // guarded by sigReg.mu
 	stop chan struct{}      // closed to end the goroutine
@@ -58,16 +57,16 @@ func (w *sigWatch) forward() {
 // Signal subscribes to the given signals of the process and returns the
 // channel they are delivered on: each arrival of one of them goes to
 // every channel subscribed to it (a channel whose buffer, one per signal,
-// is full misses it). While subscribed, the signals no longer have their
-// default effect (SIGINT no longer ends the program, say).
+// is full misses it). It does not suspend and is not a cancellation
+// point. While subscribed, the signals no longer have their default
+// effect (SIGINT no longer ends the program, say).
 //
 // A task waiting on the channel is not deadlocked: a signal may come at
 // any time. Closing the channel (from any task or goroutine) ends the
 // subscription, as does the end of task t, which closes the channel;
 // when no subscription to a signal is left, its default behaviour is
 // restored (unless other code of the process asked for it with
-// os/signal). Signal panics when given no signal or a nil one. It does
-// not suspend and is not a cancellation point.
+// os/signal). Signal panics when given no signal or a nil one.
 func Signal(t *Task, sigs ...os.Signal) *Chan[os.Signal] {
 	t.check("Signal")
 	if len(sigs) == 0 {
@@ -118,7 +117,7 @@ func subscribe(c *Chan[os.Signal], sigs []os.Signal) {
 	for _, s := range sigs {
 		w := sigReg.watches[s]
 		if w == nil {
-			w = &sigWatch{sig: s, in: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{})}
+			w = &sigWatch{in: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{})}
 			sigReg.watches[s] = w
 			signal.Notify(w.in, s)
 			go w.forward()

@@ -25,14 +25,15 @@ import "time"
 
 // Ticker returns a channel that receives the loop's time (t.Now()) once
 // per period d, measured on the loop's clock, so virtual time drives it
-// too. The channel holds one tick: a consumer slower than d gets dropped
-// ticks, not a backlog, as with time.Ticker.
+// too. Ticker does not suspend and is not a cancellation point. The
+// channel holds one tick: a consumer slower than d gets dropped ticks, not
+// a backlog, as with time.Ticker.
 //
 // The ticker runs until its channel is closed (c.Close(), from any task or
 // goroutine) or until t finishes, which closes the channel: receivers then
 // get io.EOF. While it runs, a task waiting on the channel is not
 // deadlocked; the ticker alone does not keep Run alive, though. d must be
-// positive. Ticker does not suspend and is not a cancellation point.
+// positive.
 func (t *Task) Ticker(d time.Duration) *Chan[time.Time] {
 	t.check("Ticker")
 	if d <= 0 {

@@ -160,6 +160,34 @@ func (q *waitQueue[V]) remove(n *waitNode[V]) {
 	n.prev, n.next, n.queued = nil, nil, false
 }
 
+// taskQueue is the waiting side of an object whose waiters are tasks only
+// (Event, Mutex, Semaphore): its lock, its FIFO of nodes and their free
+// list.
+type taskQueue[V any] struct {
+	mu   spinLock // guards q and pool
+	q    waitQueue[V]
+	pool nodePool[V]
+}
+
+// parkLocked queues t, asking for val, and parks it in that wait on behalf
+// of src, the object, as op (for reports); tq.mu is held on entry and free
+// on return. It reports whether the object handed t what it waited for
+// (the node's state is nodeDone: the wait was satisfied, whatever err
+// says) and park's error; the node is back in the pool.
+func (tq *taskQueue[V]) parkLocked(t *Task, op string, src parkSource, val V) (handed bool, err error) {
+	nd := tq.pool.get(nodeTask)
+	nd.val = val
+	t.preparePark(&nd.pw)
+	tq.q.push(nd)
+	tq.mu.unlock()
+	err = t.park(op, src, &nd.pw)
+	handed = nd.state == nodeDone
+	tq.mu.lock()
+	tq.pool.put(nd)
+	tq.mu.unlock()
+	return handed, err
+}
+
 // maxFreeNodes bounds the nodes an object keeps for reuse.
 const maxFreeNodes = 32
 

@@ -25,10 +25,10 @@ type Task struct {
 	co   *coro.Coro // the coroutine running the task; nil before start and after finish
 	job  taskJob    // the typed half: runs the function, settles the promise
 
-	// root is the task's root cancel scope: its node in the loop's scope
-	// tree (cancel.go), under the scope its spawner's code was in. A
-	// finished task's children move to the parent scope, so every live task
-	// descends from loop.root.
+	// root is the task's root cancel scope: its node in the Run's scope
+	// tree (cancel.go, under the run lock), under the scope its spawner's
+	// code was in. A finished task's children move to the parent scope, so
+	// every live task descends from the Run's sentinel, runState.root.
 	root scope
 
 	state     taskState
@@ -47,7 +47,7 @@ type Task struct {
 	id        uint32
 	parent    uint32     // immutable: the id of the task that started it (0: none), for observers
 	spawnPC   uintptr    // where Go (or Run) was called
-	x         *taskExtra // what only some tasks need, made on first use
+	extra     *taskExtra // what only some tasks need, made on first use
 	obs       taskObs    // what observers read: name, parent, wait (observe.go)
 }
 
@@ -81,19 +81,20 @@ type taskExtra struct {
 	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
 }
 
-// extra returns t's extra record, making it on first use. Only t's own
-// loop calls it; it publishes the record under the run lock, since the
-// cancellation walk of another loop may read t.x (and x.cur) under it.
-func (t *Task) extra() *taskExtra {
-	if t.x == nil {
+// ensureExtra returns t's extra record, making it on first use. Only
+// t's own loop calls it; it publishes the record under the run lock,
+// since the cancellation walk of another loop may read t.extra (and its
+// cur) under it.
+func (t *Task) ensureExtra() *taskExtra {
+	if t.extra == nil {
 		x := &taskExtra{}
 		x.timer.index = -1
 		x.timer.task = t
 		t.rs.lock()
-		t.x = x
+		t.extra = x
 		t.rs.unlock()
 	}
-	return t.x
+	return t.extra
 }
 
 type taskState uint8
@@ -198,7 +199,7 @@ func (c *taskCell[T]) RunJob() {
 		}
 		t.finish(err)
 		c.promise.settle(v, err, t.loop)
-		if x := t.x; x != nil && len(x.atExit) > 0 {
+		if x := t.extra; x != nil && len(x.atExit) > 0 {
 			t.runAtExit(x)
 		}
 	}()
@@ -210,7 +211,7 @@ func (c *taskCell[T]) RunJob() {
 // promise has settled, in the order registered (the group's failure
 // handler, say). fn must not suspend: it runs as the very end of t.
 func (t *Task) atExit(fn func()) {
-	x := t.extra()
+	x := t.ensureExtra()
 	x.atExit = append(x.atExit, fn)
 }
 
@@ -284,7 +285,7 @@ func (t *Task) inherit(parent *scope) {
 // report.
 func (t *Task) finish(err error) {
 	l := t.loop
-	if t.x != nil && t.x.finish != nil {
+	if t.extra != nil && t.extra.finish != nil {
 		t.runFinishHooks()
 	}
 	rs := l.rs
@@ -299,7 +300,7 @@ func (t *Task) finish(err error) {
 	}
 	r.close()
 	for _, c := range moved {
-		l.reach(c, nil) // they no longer run under t's deadline
+		l.refreshSubtree(c, nil) // they no longer run under t's deadline
 	}
 	rs.unlock()
 	t.closeContexts()
@@ -311,10 +312,11 @@ func (t *Task) finish(err error) {
 }
 
 // Go starts f as a new task, a child of t, and returns the promise of its
-// result. The child runs first: Go queues the child, then t, and t resumes
-// when the child suspends or finishes (and every task queued before them
-// has had its turn). Go is not a cancellation point; a child of a cancelled
-// task starts cancelled unless t is inside Protect.
+// result. Go suspends t while the child runs first: it queues the child,
+// then t, and t resumes when the child suspends or finishes (and every
+// task queued before them has had its turn). Go is not a cancellation
+// point; a child of a cancelled task starts cancelled unless t is inside
+// Protect.
 //
 // A spawn costs about one coroutine switch there and back plus one
 // allocation; finished coroutines are pooled, so no goroutine is started
@@ -354,17 +356,17 @@ func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintp
 	return &c.promise
 }
 
-// Yield lets every other runnable task run, then continues: the task goes
-// to the back of the run queue. It is a cancellation point: if the task has
-// been cancelled, Yield returns the cause (an error matching
-// context.Canceled) without yielding.
+// Yield suspends the task while every other runnable task runs, then
+// continues: the task goes to the back of the run queue. It is a
+// cancellation point: if the task has been cancelled, Yield returns the
+// cause (an error matching context.Canceled) without yielding.
 func (t *Task) Yield() error {
 	t.check("Yield")
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
 	l := t.loop
-	if x := t.x; x != nil {
+	if x := t.extra; x != nil {
 		x.cpu, x.batch = 0, false // it gives way on its own: interactive
 	}
 	l.ready(t)
@@ -391,14 +393,14 @@ func (t *Task) Sleep(d time.Duration) error {
 	if l.aborted {
 		return errAborted
 	}
-	x := t.extra()
+	x := t.ensureExtra()
 	t.newWait()
 	x.timer.when = l.deadline(int64(d))
 	l.timers.push(&x.timer)
 	return t.block(waitTimer)
 }
 
-// Now returns the current time on the loop's clock.
+// Now returns the current time on the loop's clock. It does not suspend.
 func (t *Task) Now() time.Time {
 	t.check("Now")
 	return t.loop.clock.Now()
@@ -414,11 +416,11 @@ func (t *Task) block(kind waitKind) error {
 	if ownerChecks {
 		t.loop.assertOwner("a task's wait")
 	}
-	t.extra() // interrupt, perhaps under the run lock, writes x.wakeErr
+	t.ensureExtra() // interrupt, perhaps under the run lock, writes t.extra.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind
 	t.waitTok.Store(t.waitGen)
-	if x := t.x; x != nil {
+	if x := t.extra; x != nil {
 		x.cpu, x.batch = 0, false // it waits on its own: interactive again
 	}
 	t.obsWait(kind)
@@ -436,7 +438,7 @@ func (t *Task) newWait() uint32 {
 }
 
 func (t *Task) takeWakeErr() error {
-	if x := t.x; x != nil && x.wakeErr != nil {
+	if x := t.extra; x != nil && x.wakeErr != nil {
 		err := x.wakeErr
 		x.wakeErr = nil
 		return err
@@ -496,14 +498,14 @@ func (t *Task) spawnSite() string {
 // cancelled or has finished, whichever comes first; its Err is then
 // context.Canceled (or context.DeadlineExceeded after a Timeout) and
 // context.Cause gives the cancellation cause. Pass it to code that takes a
-// context, such as the code inside Offload. Unlike the Task itself, the
-// context may be used from any goroutine.
+// context, such as the code inside Offload. Context does not suspend.
+// Unlike the Task itself, the context may be used from any goroutine.
 //
 // Context may be called by the task's own code, and by the function an
 // Offload of the task runs (on the pool's goroutine, while it runs, even
 // after the task was cancelled or finished: its context is then done).
 // From anywhere else it panics, as every Task method does; pass the
-// context itself to other goroutines. It does not suspend.
+// context itself to other goroutines.
 func (t *Task) Context() context.Context {
 	if t != nil {
 		if h := helperOf(t); h != nil {

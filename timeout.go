@@ -42,17 +42,24 @@ func (deadlineError) Is(target error) bool {
 }
 
 // Timeout runs f on the calling task with a deadline d from now, on the
-// loop's clock, as a cancel scope (Trio's fail_after, asyncio's timeout,
-// Eio's with_timeout, Go's context.WithTimeout): f receives t itself, so
+// loop's clock, and returns f's result, or ErrTimeout if the deadline
+// passed and f's error is the deadline's cancellation. Timeout itself does
+// not suspend: f's suspension points are where the deadline, or a
+// cancellation of the task, is seen. If the calling task is cancelled,
+// before or while f runs, f sees it at its next suspension point and
+// Timeout returns what f returned (the cause, matching context.Canceled,
+// if f let it through).
+//
+// Timeout is a cancel scope (Trio's fail_after, asyncio's timeout, Eio's
+// with_timeout, Go's context.WithTimeout): f receives t itself, so
 // everything bound to the task (a ResponseWriter, a ReadWriter, a Mutex
 // held, t.Context()) works inside it, and Timeouts, Groups and Protects
-// nest inside f as anywhere else. Timeout returns f's result, with one
-// exception: if the deadline passed and f's error is the deadline's
-// cancellation (f let the cancellation propagate, as Trio's fail_after
-// requires), Timeout returns ErrTimeout. If f finished otherwise, with a
-// value or another error, even after the deadline (it caught the
-// cancellation, or a read completed just as the deadline passed), its
-// result is returned as it is: nothing f produced is thrown away.
+// nest inside f as anywhere else. ErrTimeout replaces f's result only when
+// f let the deadline's cancellation propagate, as Trio's fail_after
+// requires. If f finished otherwise, with a value or another error, even
+// after the deadline (it caught the cancellation, or a read completed just
+// as the deadline passed), its result is returned as it is: nothing f
+// produced is thrown away.
 //
 // What the deadline reaches: when it passes, f's code and every task it
 // started (at any depth, except inside a Protect) are cancelled: their
@@ -74,11 +81,7 @@ func (deadlineError) Is(target error) bool {
 // A d <= 0 deadline has already passed: f runs until it first reaches a
 // suspension point, where it is cancelled.
 //
-// Timeout itself does not suspend: f's suspension points are the
-// cancellation points. If the calling task is cancelled, or is cancelled
-// while f runs, f sees it at its next suspension point and Timeout returns
-// what f returned (the cause, if f let it through). A panic in f
-// propagates, after the deadline is removed. The task may move to another
+// A panic in f propagates, after the deadline is removed. The task may move to another
 // loop inside f (to reach a Conn's loop, say); the deadline's timer stays
 // on the loop that set it and reaches the task wherever it runs.
 func Timeout[T any](t *Task, d time.Duration, f func(t *Task) (T, error)) (v T, err error) {
@@ -126,7 +129,7 @@ func (t *Task) checkDeadline(d *deadline) error {
 		return nil
 	}
 	t.loop.expire(d)
-	if t.cancelled.Load() && (t.x == nil || t.x.hold == 0) {
+	if t.cancelled.Load() && (t.extra == nil || t.extra.hold == 0) {
 		return t.causeNow()
 	}
 	return nil

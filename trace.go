@@ -81,8 +81,8 @@ var ErrNoFlightRecorder = errors.New("weft: no Run records a flight trace (see W
 
 // WriteFlightRecord writes the events the flight recorder holds from the
 // last d (all it holds if d <= 0) to w, as a trace-event JSON document
-// like WithTrace's. Any goroutine may call it while Runs go on: it does
-// not stop the loops.
+// like WithTrace's. It does not suspend: any goroutine may call it while
+// Runs go on, and it does not stop the loops.
 func WriteFlightRecord(w io.Writer, d time.Duration) error {
 	if w == nil {
 		return errors.New("weft: WriteFlightRecord with a nil writer")

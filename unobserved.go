@@ -62,7 +62,7 @@ func (rs *runState) noteFailure(t *Task, err error) {
 		spawnPC: t.spawnPC,
 		report:  rs.report,
 	}
-	t.extra().failure = rec
+	t.ensureExtra().failure = rec
 	rs.lock()
 	if len(rs.failures) < keptFailures {
 		rs.failures = append(rs.failures, rec)
@@ -80,10 +80,10 @@ func (rs *runState) noteFailure(t *Task, err error) {
 // been given it. Only the caller that set the handled flag gets here.
 func (p *promise) observed() {
 	t := p.task
-	if t == nil || t.x == nil || t.x.failure == nil {
+	if t == nil || t.extra == nil || t.extra.failure == nil {
 		return
 	}
-	rec := t.x.failure
+	rec := t.extra.failure
 	if rec.handled.CompareAndSwap(false, true) && rec.overflow {
 		rec.report.overflow.Add(-1)
 	}

@@ -519,8 +519,10 @@ func (l *loop) run() {
 			continue
 		}
 		if l.timers.strong() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAliveLocked() {
-			l.onDeadlock()
-			continue
+			if l.rs.confirmDeadlock() { // not if a goroutine's wake is on its way (deadlock.go)
+				l.onDeadlock()
+				continue
+			}
 		}
 		l.block()
 	}

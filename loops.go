@@ -51,6 +51,12 @@ type runState struct {
 
 	deadlock atomic.Pointer[DeadlockError] // the first deadlock found; waits fail fast with it after
 	aborting atomic.Bool                   // a Goexit passed through a loop: every loop unwinds
+	// A deadlock report and a goroutine that satisfies a parked task
+	// (deadlock.go: confirmDeadlock, claimWake): deadlocking announces a
+	// report about to be made; wakesInFlight counts the wakes goroutines
+	// owe parked tasks and have not posted yet.
+	deadlocking   atomic.Bool
+	wakesInFlight atomic.Int32
 
 	// Idleness (multi only; run lock).
 	idle   int  // loops with nothing to run, asleep or about to be

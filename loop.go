@@ -80,7 +80,7 @@ type loop struct {
 	ring      poller.Completer // the poller's completion side (io_uring), or nil
 	ops       []*poller.Op     // free operations for ring (net_fd_uring_linux.go)
 	locked    bool             // the loop's goroutine is locked to its thread (caps.SingleIssuer)
-	reserved  bool             // ... and holds a reserved processor (procs.go)
+	reserved  int              // ... and holds this many reserved processors (procs.go)
 	lastYield time.Time        // when yieldLocked last went through the scheduler
 	events    []poller.Event
 	fds       fdTable
@@ -486,11 +486,10 @@ func (l *loop) run() {
 		// Unlocked when the Run closes its pollers (runState.close).
 		runtime.LockOSThread()
 		l.locked = true
-		if runtime.GOMAXPROCS(0) == 1 {
+		if procsBase() == 1 {
 			// Alone on its processor, a loop asleep in the kernel would
 			// have it taken by sysmon at every sleep (see procs.go).
-			reserveProcs(1)
-			l.reserved = true
+			l.reserved = reserveProcs(1)
 		}
 		if err := l.poller.(poller.Starter).Start(); err != nil {
 			panic(err)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -112,7 +111,7 @@ func loopCount(o *options) int {
 		}
 	}
 	if n == 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = procsBase() // the program's, not what other Runs reserved (procs.go)
 	}
 	return n
 }
@@ -144,7 +143,8 @@ func envLoops() (int, error) {
 // of its own; a busy loop hands runnable tasks over to an idle one (see
 // Local for tasks that must stay). The default is 1: one loop, one
 // deterministic schedule, no two tasks ever running at once. n = 0 means
-// GOMAXPROCS; n = LoopsFromEnv takes the number from the WEFT_LOOPS
+// GOMAXPROCS (the program's: not the processors that other Runs' Offload
+// pools have reserved); n = LoopsFromEnv takes the number from the WEFT_LOOPS
 // environment variable (the environment is never read otherwise). Any
 // other n < 0 panics with "weft:".
 //

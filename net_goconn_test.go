@@ -1,0 +1,230 @@
+//go:build unix
+
+package weft_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+	"golang.org/x/net/nettest"
+)
+
+// pipeEnds are the two ends of a connection for nettest.TestConn: each a
+// net.Conn (a weft Conn's GoConn, or the net package's), with what stops
+// the Run that serves the weft ends.
+type pipeEnds struct {
+	c1, c2 net.Conn
+	stop   func()
+}
+
+// peers names who is on each end of a pipe: "weft-weft" (both weft
+// Conns, one Run), "weft-net" (weft dials a net listener), "net-weft"
+// (net dials a weft listener).
+var peers = []string{"weft-weft", "weft-net", "net-weft"}
+
+// listenAddress returns an address to listen on for network.
+func listenAddress(t *testing.T, network string) string {
+	if network == "unix" {
+		dir, err := os.MkdirTemp("", "weft")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return filepath.Join(dir, "s")
+	}
+	return "127.0.0.1:0"
+}
+
+// weftPipe starts a Run (with opts) that makes a connection on network
+// between peers, and returns its ends: each weft end is wrap(Conn), made
+// on the Run. stop closes the ends and ends the Run.
+func weftPipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *weft.Conn, server bool) net.Conn, opts ...weft.Option) (pipeEnds, error) {
+	type made struct {
+		ends pipeEnds
+		err  error
+	}
+	out := make(chan made, 1)
+	runDone := make(chan error, 1)
+	addr := listenAddress(t, network)
+	go func() {
+		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+			done, settle := weft.NewPromiseExternal[struct{}](wt)
+			var c1, c2 net.Conn
+			var closers []io.Closer
+			fail := func(err error) (struct{}, error) {
+				for _, c := range closers {
+					c.Close()
+				}
+				out <- made{err: err}
+				return struct{}{}, nil
+			}
+			switch peer {
+			case "weft-weft":
+				ln, err := weft.Listen(wt, network, addr)
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, ln)
+				c, err := weft.Dial(wt, network, ln.Addr().String())
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, c)
+				s, err := ln.Accept(wt)
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, s)
+				c1, c2 = wrap(wt, c, false), wrap(wt, s, true)
+			case "weft-net":
+				ln, err := net.Listen(network, addr)
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, ln)
+				accepted := make(chan net.Conn, 1)
+				go func() {
+					s, _ := ln.Accept()
+					accepted <- s
+				}()
+				c, err := weft.Dial(wt, network, ln.Addr().String())
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, c)
+				s, err := weft.Blocking(wt, func(context.Context) (net.Conn, error) { return <-accepted, nil })
+				if err != nil || s == nil {
+					return fail(fmt.Errorf("net's Accept: %v", err))
+				}
+				closers = append(closers, s)
+				c1, c2 = wrap(wt, c, false), s
+			case "net-weft":
+				ln, err := weft.Listen(wt, network, addr)
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, ln)
+				c, err := weft.Blocking(wt, func(context.Context) (net.Conn, error) { return net.Dial(network, ln.Addr().String()) })
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, c)
+				s, err := ln.Accept(wt)
+				if err != nil {
+					return fail(err)
+				}
+				closers = append(closers, s)
+				c1, c2 = c, wrap(wt, s, true)
+			}
+			out <- made{ends: pipeEnds{c1: c1, c2: c2, stop: func() { settle(struct{}{}, nil) }}}
+			done.Await(wt)
+			for _, c := range closers {
+				c.Close()
+			}
+			return struct{}{}, nil
+		}, opts...)
+		runDone <- err
+	}()
+	m := <-out
+	if m.err != nil {
+		return pipeEnds{}, errors.Join(m.err, <-runDone)
+	}
+	release := m.ends.stop
+	m.ends.stop = func() {
+		m.ends.c1.Close()
+		m.ends.c2.Close()
+		release()
+		if err := <-runDone; err != nil {
+			t.Errorf("the pipe's Run: %v", err)
+		}
+	}
+	return m.ends, nil
+}
+
+// makePipe adapts weftPipe to nettest.
+func makePipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *weft.Conn, server bool) net.Conn, opts ...weft.Option) nettest.MakePipe {
+	return func() (net.Conn, net.Conn, func(), error) {
+		p, err := weftPipe(t, network, peer, wrap, opts...)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return p.c1, p.c2, p.stop, nil
+	}
+}
+
+// goConn is the GoConn wrap.
+func goConn(wt *weft.Task, c *weft.Conn, server bool) net.Conn { return c.GoConn() }
+
+// loopCounts are the loop counts the conformance suites run on.
+var loopCounts = []int{1, 2}
+
+// The conformance suite that Go's own net package runs on its conns
+// (golang.org/x/net/nettest: basic I/O, ping-pong, racy reads and writes,
+// the deadline cases, every method at once from many goroutines), on
+// GoConn, called from plain goroutines: TCP and Unix, weft against weft
+// and against net both ways, on one loop and on two. It runs on the
+// backend the environment chooses (WEFT_BACKEND: CI runs each).
+func TestGoConnPassesNettest(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		for _, peer := range peers {
+			for _, loops := range loopCounts {
+				t.Run(fmt.Sprintf("%s/%s/loops=%d", network, peer, loops), func(t *testing.T) {
+					nettest.TestConn(t, makePipe(t, network, peer, goConn, weft.WithLoops(loops)))
+				})
+			}
+		}
+	}
+}
+
+// A GoConn's Read, from a goroutine, wakes with net.ErrClosed when the
+// Conn is closed from another goroutine; calls made after the Run ended
+// return net.ErrClosed at once instead of hanging.
+func TestGoConnAfterCloseAndAfterTheRun(t *testing.T) {
+	for _, loops := range loopCounts {
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			p, err := weftPipe(t, "tcp", "weft-weft", goConn, weft.WithLoops(loops))
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := make(chan error, 1)
+			go func() {
+				_, err := p.c1.Read(make([]byte, 8))
+				read <- err
+			}()
+			time.Sleep(10 * time.Millisecond) // the Read waits
+			p.c1.Close()
+			select {
+			case err := <-read:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Errorf("Read after Close: %v, want net.ErrClosed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Read still waiting 10 s after Close")
+			}
+			p.stop()
+			for _, call := range []func() error{
+				func() error { _, err := p.c2.Read(make([]byte, 8)); return err },
+				func() error { _, err := p.c2.Write([]byte("x")); return err },
+			} {
+				done := make(chan error, 1)
+				go func() { done <- call() }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, net.ErrClosed) {
+						t.Errorf("a call after the Run ended: %v, want net.ErrClosed", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("a call after the Run ended still waiting after 10 s")
+				}
+			}
+		})
+	}
+}

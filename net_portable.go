@@ -64,13 +64,13 @@ func (t *Task) blockingCall(call, interrupt, reset func()) error {
 // (net_deadline.go) never reach the object: they interrupt the tasks, so
 // every timeout a call returns comes from an interrupt.
 type ioGate struct {
-	set  func(time.Time) error // the object's SetReadDeadline, SetWriteDeadline or SetDeadline
-	mu   sync.Mutex
-	n    int    // guarded by mu: tasks whose interrupt is in progress
-	calm *Event // guarded by mu: set when n returns to 0; nil while n is 0
+	apply func(time.Time) error // the object's SetReadDeadline, SetWriteDeadline or SetDeadline
+	mu    sync.Mutex
+	n     int    // guarded by mu: tasks whose interrupt is in progress
+	calm  *Event // guarded by mu: set when n returns to 0; nil while n is 0
 }
 
-func newGate(set func(time.Time) error) *ioGate { return &ioGate{set: set} }
+func newGate(set func(time.Time) error) *ioGate { return &ioGate{apply: set} }
 
 // call runs call on a helper goroutine and suspends t until it returns
 // (blockingCall), interrupting it through the gate if t is interrupted.
@@ -84,7 +84,7 @@ func (g *ioGate) interrupt() {
 	g.n++
 	if g.n == 1 {
 		g.calm = new(Event)
-		g.set(aLongTimeAgo)
+		g.apply(aLongTimeAgo)
 	}
 	g.mu.Unlock()
 }
@@ -98,7 +98,7 @@ func (g *ioGate) reset() {
 		g.mu.Unlock()
 		return
 	}
-	g.set(time.Time{})
+	g.apply(time.Time{})
 	calm := g.calm
 	g.calm = nil
 	g.mu.Unlock()

@@ -27,7 +27,8 @@ type pipeEnds struct {
 
 // peers names who is on each end of a pipe: "weft-weft" (both weft
 // Conns, one Run), "weft-net" (weft dials a net listener), "net-weft"
-// (net dials a weft listener).
+// (net dials a weft listener). The first end, on which nettest sets its
+// deadlines, is weft's in each.
 var peers = []string{"weft-weft", "weft-net", "net-weft"}
 
 // listenAddress returns an address to listen on for network.
@@ -43,10 +44,22 @@ func listenAddress(t *testing.T, network string) string {
 	return "127.0.0.1:0"
 }
 
+// wrapFunc makes a pipe's end of a weft Conn, on its Run (server: the
+// accepting side).
+type wrapFunc func(wt *weft.Task, c *weft.Conn, server bool) net.Conn
+
+// netWrapFunc makes a pipe's end of a net package connection (nil: the
+// connection itself).
+type netWrapFunc func(c net.Conn, server bool) net.Conn
+
 // weftPipe starts a Run (with opts) that makes a connection on network
 // between peers, and returns its ends: each weft end is wrap(Conn), made
-// on the Run. stop closes the ends and ends the Run.
-func weftPipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *weft.Conn, server bool) net.Conn, opts ...weft.Option) (pipeEnds, error) {
+// on the Run, each net end wrapNet(conn). stop closes the ends and ends
+// the Run.
+func weftPipe(t *testing.T, network, peer string, wrap wrapFunc, wrapNet netWrapFunc, opts ...weft.Option) (pipeEnds, error) {
+	if wrapNet == nil {
+		wrapNet = func(c net.Conn, server bool) net.Conn { return c }
+	}
 	type made struct {
 		ends pipeEnds
 		err  error
@@ -105,7 +118,7 @@ func weftPipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *we
 					return fail(fmt.Errorf("net's Accept: %v", err))
 				}
 				closers = append(closers, s)
-				c1, c2 = wrap(wt, c, false), s
+				c1, c2 = wrap(wt, c, false), wrapNet(s, true)
 			case "net-weft":
 				ln, err := weft.Listen(wt, network, addr)
 				if err != nil {
@@ -122,13 +135,15 @@ func weftPipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *we
 					return fail(err)
 				}
 				closers = append(closers, s)
-				c1, c2 = c, wrap(wt, s, true)
+				c1, c2 = wrap(wt, s, true), wrapNet(c, false)
 			}
 			out <- made{ends: pipeEnds{c1: c1, c2: c2, stop: func() { settle(struct{}{}, nil) }}}
 			done.Await(wt)
-			for _, c := range closers {
-				c.Close()
-			}
+			// stop closed the ends (and so the Conns under them); the
+			// listener is left. (Closing the Conns here too would race
+			// with an end's own Close still under way: TLSConn's sends
+			// close_notify, then closes its Conn.)
+			closers[0].Close()
 			return struct{}{}, nil
 		}, opts...)
 		runDone <- err
@@ -150,9 +165,9 @@ func weftPipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *we
 }
 
 // makePipe adapts weftPipe to nettest.
-func makePipe(t *testing.T, network, peer string, wrap func(wt *weft.Task, c *weft.Conn, server bool) net.Conn, opts ...weft.Option) nettest.MakePipe {
+func makePipe(t *testing.T, network, peer string, wrap wrapFunc, wrapNet netWrapFunc, opts ...weft.Option) nettest.MakePipe {
 	return func() (net.Conn, net.Conn, func(), error) {
-		p, err := weftPipe(t, network, peer, wrap, opts...)
+		p, err := weftPipe(t, network, peer, wrap, wrapNet, opts...)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -177,7 +192,7 @@ func TestGoConnPassesNettest(t *testing.T) {
 		for _, peer := range peers {
 			for _, loops := range loopCounts {
 				t.Run(fmt.Sprintf("%s/%s/loops=%d", network, peer, loops), func(t *testing.T) {
-					nettest.TestConn(t, makePipe(t, network, peer, goConn, weft.WithLoops(loops)))
+					nettest.TestConn(t, makePipe(t, network, peer, goConn, nil, weft.WithLoops(loops)))
 				})
 			}
 		}
@@ -190,7 +205,7 @@ func TestGoConnPassesNettest(t *testing.T) {
 func TestGoConnAfterCloseAndAfterTheRun(t *testing.T) {
 	for _, loops := range loopCounts {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
-			p, err := weftPipe(t, "tcp", "weft-weft", goConn, weft.WithLoops(loops))
+			p, err := weftPipe(t, "tcp", "weft-weft", goConn, nil, weft.WithLoops(loops))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,6 +241,62 @@ func TestGoConnAfterCloseAndAfterTheRun(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("a call after the Run ended still waiting after 10 s")
 				}
+			}
+		})
+	}
+}
+
+// A goroutine waiting in a GoConn's Read keeps the Run alive after main
+// has returned: the data its peer sends later is read, and the Run ends
+// once nothing is left.
+func TestGoConnKeepsTheRunAliveWhileAGoroutineWaits(t *testing.T) {
+	for _, loops := range loopCounts {
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			var order []string
+			var mu sync.Mutex
+			note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+			readDone := make(chan struct{})
+			var peer net.Conn
+			_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+				ln := mustListen(t, wt, "tcp", "127.0.0.1:0")
+				defer ln.Close()
+				c := mustDial(t, wt, "tcp", ln.Addr().String())
+				s, err := ln.Accept(wt)
+				if err != nil {
+					return struct{}{}, err
+				}
+				gc := c.GoConn()
+				peer = s.GoConn()
+				go func() {
+					defer close(readDone)
+					b := make([]byte, 8)
+					n, err := gc.Read(b)
+					note(fmt.Sprintf("read %q %v", b[:n], err))
+					gc.Close()
+				}()
+				// main returns once the goroutine's Read waits on the Run
+				// (a task of its own, waiting for the socket).
+				for st := weft.RunStats(wt); st.Waiting.FD+st.Waiting.Offload == 0; st = weft.RunStats(wt) {
+					if err := wt.Sleep(time.Millisecond); err != nil {
+						return struct{}{}, err
+					}
+				}
+				go func() {
+					time.Sleep(20 * time.Millisecond) // main has returned by now
+					peer.Write([]byte("late"))
+					<-readDone
+					peer.Close()
+				}()
+				return struct{}{}, nil
+			}, weft.WithLoops(loops))
+			note(fmt.Sprintf("Run returned %v", err))
+			<-readDone
+			mu.Lock()
+			defer mu.Unlock()
+			// The data came 20 ms after main returned: the Run was still
+			// there to read it (else the Read returns net.ErrClosed).
+			if len(order) != 2 || !slices.Contains(order, `read "late" <nil>`) || !slices.Contains(order, "Run returned <nil>") {
+				t.Errorf("got %q; want the Read to get the data sent after main returned", order)
 			}
 		})
 	}

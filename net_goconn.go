@@ -51,10 +51,31 @@ func (c *Conn) GoConn() net.Conn { return &goConn{c: c} }
 
 type goConn struct{ c *Conn }
 
+// directIO is a Conn's implementation that a plain goroutine may try
+// first itself (net_fd_linux.go: the epoll backend).
+type directIO interface {
+	readNow(b []byte) (n int, err error, done bool)
+	writeNow(b []byte) int
+}
+
+// passed reports whether the deadline d has passed, on c's loop's clock.
+func (c *Conn) passed(d *ioDeadline) bool {
+	w := d.when.Load()
+	return w != noDeadline && w <= c.loop.clock.Nanotime()
+}
+
 func (g *goConn) Read(b []byte) (int, error) {
 	c := g.c
 	if t := taskOfRun(c.loop, "Read"); t != nil {
 		return c.Read(t, b)
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if d, ok := c.impl.(directIO); ok && !c.passed(&c.dl.rd) {
+		if n, err, done := d.readNow(b); done {
+			return n, err
+		}
 	}
 	var n int
 	var err error
@@ -69,12 +90,18 @@ func (g *goConn) Write(b []byte) (int, error) {
 	if t := taskOfRun(c.loop, "Write"); t != nil {
 		return c.Write(t, b)
 	}
+	done := 0
+	if d, ok := c.impl.(directIO); ok && len(b) > 0 && !c.passed(&c.dl.wr) {
+		if done = d.writeNow(b); done == len(b) {
+			return done, nil
+		}
+	}
 	var n int
 	var err error
-	if !forGoroutine(c.loop, goWritePC, func(t *Task) { n, err = c.Write(t, b) }) {
-		return 0, opError("write", c.network, c.LocalAddr(), c.RemoteAddr(), net.ErrClosed)
+	if !forGoroutine(c.loop, goWritePC, func(t *Task) { n, err = c.Write(t, b[done:]) }) {
+		return done, opError("write", c.network, c.LocalAddr(), c.RemoteAddr(), net.ErrClosed)
 	}
-	return n, err
+	return done + n, err
 }
 
 // CloseWrite shuts down the writing side, as c.CloseWrite does, on c's

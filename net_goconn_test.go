@@ -301,3 +301,191 @@ func TestGoConnKeepsTheRunAliveWhileAGoroutineWaits(t *testing.T) {
 		})
 	}
 }
+
+// netEcho starts net's echo server (a goroutine per connection) and
+// returns its address and a stop function.
+func netEcho(b testing.TB) (string, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	var mu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+}
+
+// goConnTo dials addr from a Run in the background and returns the
+// Conn's GoConn, and what ends the Run.
+func goConnTo(b testing.TB, addr string, opts ...weft.Option) (net.Conn, func()) {
+	got := make(chan net.Conn, 1)
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(done)
+		weft.Run(func(wt *weft.Task) (struct{}, error) {
+			p, settle := weft.NewPromiseExternal[struct{}](wt)
+			c, err := weft.Dial(wt, "tcp", addr)
+			if err != nil {
+				got <- nil
+				return struct{}{}, err
+			}
+			go func() { <-stop; settle(struct{}{}, nil) }()
+			got <- c.GoConn()
+			p.Await(wt)
+			return struct{}{}, c.Close()
+		}, opts...)
+	}()
+	c := <-got
+	if c == nil {
+		b.Fatal("dial failed")
+	}
+	return c, func() { close(stop); <-done }
+}
+
+// A round trip of one byte to net's echo server from a plain goroutine:
+// a Write and a Read of net's own TCPConn, and of a weft Conn's GoConn
+// (each a request to the Conn's loop, a task, a hand-off back). The
+// difference is GoConn's cost for two calls.
+func BenchmarkGoConnRoundTrip(b *testing.B) {
+	addr, stopEcho := netEcho(b)
+	defer stopEcho()
+	roundTrips := func(b *testing.B, c net.Conn) {
+		buf := []byte{1}
+		for b.Loop() {
+			if _, err := c.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("net", func(b *testing.B) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		roundTrips(b, c)
+	})
+	for _, loops := range loopCounts {
+		b.Run(fmt.Sprintf("GoConn/loops=%d", loops), func(b *testing.B) {
+			c, stop := goConnTo(b, addr, weft.WithLoops(loops))
+			defer stop()
+			roundTrips(b, c)
+		})
+	}
+}
+
+// netStream starts a net server that sends endlessly to each connection
+// (source) or reads and drops all it gets (sink).
+func netStream(b testing.TB, source bool) (string, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if source {
+					buf := make([]byte, 64<<10)
+					for {
+						if _, err := c.Write(buf); err != nil {
+							return
+						}
+					}
+				}
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+}
+
+// Writes of 16 KiB to a sink, and reads of up to 16 KiB from a source,
+// from a plain goroutine: net's TCPConn against a weft Conn's GoConn.
+// Where the data is there (or the room), GoConn's goroutine makes the
+// system call itself on the epoll backend; else it asks the loop.
+func BenchmarkGoConnStream(b *testing.B) {
+	for _, dir := range []string{"write", "read"} {
+		addr, stop := netStream(b, dir == "read")
+		op := func(b *testing.B, c net.Conn) {
+			buf := make([]byte, 16<<10)
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				var err error
+				if dir == "write" {
+					_, err = c.Write(buf)
+				} else {
+					_, err = c.Read(buf)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(dir+"/net", func(b *testing.B) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			op(b, c)
+		})
+		b.Run(dir+"/GoConn", func(b *testing.B) {
+			c, stop := goConnTo(b, addr)
+			defer stop()
+			op(b, c)
+		})
+		stop()
+	}
+}

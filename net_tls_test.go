@@ -39,7 +39,7 @@ var (
 
 // tlsConfigs returns a server and a client configuration that trust
 // each other (a certificate for 127.0.0.1).
-func tlsConfigs(t *testing.T) (server, client *tls.Config) {
+func tlsConfigs(testing.TB) (server, client *tls.Config) {
 	tlsCertsOnce.Do(func() {
 		c, err := testcert.New()
 		if err != nil {
@@ -924,4 +924,156 @@ func TestTLSConnRefusesAConfigWithRenegotiation(t *testing.T) {
 			t.Errorf("Write after it: %v, want the handshake's error", err2)
 		}
 	})
+}
+
+// tlsSink starts crypto/tls's server on net (a goroutine per connection)
+// that either echoes what it reads or discards it, and returns its
+// address and a stop function.
+func tlsSink(b testing.TB, srv *tls.Config, echo bool) (string, func()) {
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if echo {
+					io.Copy(c, c)
+				} else {
+					io.Copy(io.Discard, c)
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+}
+
+// runB is run for benchmarks.
+func runB(b *testing.B, main func(t *weft.Task), opts ...weft.Option) {
+	b.Helper()
+	_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+		main(wt)
+		return struct{}{}, nil
+	}, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// tlsClientKinds are the TLS clients the benchmarks compare, each
+// running f, from its task or goroutine, with a connection to addr that
+// speaks TLS: crypto/tls over net's TCPConn, in a goroutine; TLSConn, in
+// a task (through NetConn); crypto/tls over LoopConn, in one task (as
+// before TLSConn: safe for one task only).
+var tlsClientKinds = []struct {
+	name string
+	run  func(b *testing.B, addr string, cli *tls.Config, f func(c net.Conn))
+}{
+	{"net+crypto-tls", func(b *testing.B, addr string, cli *tls.Config, f func(c net.Conn)) {
+		c, err := tls.Dial("tcp", addr, cli)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		f(c)
+	}},
+	{"TLSConn", func(b *testing.B, addr string, cli *tls.Config, f func(c net.Conn)) {
+		runB(b, func(wt *weft.Task) {
+			c, err := weft.Dial(wt, "tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tc := weft.TLSClient(c, cli)
+			defer tc.Close()
+			f(tc.NetConn(wt))
+		})
+	}},
+	{"LoopConn+crypto-tls", func(b *testing.B, addr string, cli *tls.Config, f func(c net.Conn)) {
+		runB(b, func(wt *weft.Task) {
+			c, err := weft.Dial(wt, "tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			tc := tls.Client(c.LoopConn(), cli)
+			defer tc.Close()
+			f(tc)
+		})
+	}},
+}
+
+// Writing over TLS, 16 KiB a Write, to crypto/tls's server on net, which
+// discards what it reads.
+func BenchmarkTLSThroughput(b *testing.B) {
+	srv, cli := tlsConfigs(nil)
+	addr, stop := tlsSink(b, srv, false)
+	defer stop()
+	for _, k := range tlsClientKinds {
+		b.Run(k.name, func(b *testing.B) {
+			k.run(b, addr, cli, func(c net.Conn) {
+				buf := make([]byte, 16<<10)
+				if _, err := c.Write(buf); err != nil { // the handshake
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(buf)))
+				b.ResetTimer()
+				for range b.N {
+					if _, err := c.Write(buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// A round trip of 64 bytes over TLS to crypto/tls's echo server on net.
+func BenchmarkTLSRoundTrip(b *testing.B) {
+	srv, cli := tlsConfigs(nil)
+	addr, stop := tlsSink(b, srv, true)
+	defer stop()
+	for _, k := range tlsClientKinds {
+		b.Run(k.name, func(b *testing.B) {
+			k.run(b, addr, cli, func(c net.Conn) {
+				buf := make([]byte, 64)
+				if _, err := c.Write(buf); err != nil { // the handshake
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for range b.N {
+					if _, err := c.Write(buf); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(c, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }

@@ -489,3 +489,47 @@ func BenchmarkGoConnStream(b *testing.B) {
 		stop()
 	}
 }
+
+// Goroutines reading and writing a GoConn as another closes it, many
+// times over: no descriptor is left open, none closed twice (a system
+// call of a goroutine's would then hit another's descriptor).
+func TestGoConnCloseRacingGoroutineCallsLeaksNothing(t *testing.T) {
+	noGC(t)
+	before := openFDs(t)
+	for range 50 {
+		p, err := weftPipe(t, "tcp", "weft-weft", goConn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 512)
+				for {
+					if _, err := p.c1.Read(buf); err != nil {
+						return
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 512)
+				for {
+					if _, err := p.c2.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		p.c1.Close()
+		p.c2.Close()
+		wg.Wait()
+		p.stop()
+	}
+	if after := openFDs(t); after > before {
+		t.Errorf("%d descriptors open after, %d before", after, before)
+	}
+}

@@ -628,7 +628,7 @@ func TestTLSConnSendsWhatCryptoTLSWritesWhileReading(t *testing.T) {
 						t.Fatal("no peer")
 					}
 					defer peer.raw.Close()
-					const total = 8 << 20
+					const total = 2 << 20
 					// The peer reads everything, checks it, and reports the
 					// count and the error it ended with.
 					type result struct {

@@ -25,7 +25,10 @@ func TestSendWaitToAParkedTaskAsTheLastExternalPromiseSettles(t *testing.T) {
 }
 
 func sendWaitAsTheLastPromiseSettles(t *testing.T, loops int) {
-	runs := 20000
+	runs := 20000 // about 1% of them lost the value before the fix
+	if raceEnabled {
+		runs = 4000
+	}
 	if testing.Short() {
 		runs = 2000
 	}

@@ -397,7 +397,7 @@ func BenchmarkGoConnRoundTrip(b *testing.B) {
 	})
 	for _, loops := range loopCounts {
 		b.Run(fmt.Sprintf("GoConn/loops=%d", loops), func(b *testing.B) {
-			c, stop := goConnTo(b, addr, weft.WithLoops(loops))
+			c, stop := goConnTo(b, addr, weft.WithLoops(loops), weft.WithWatchdog(0))
 			defer stop()
 			roundTrips(b, c)
 		})
@@ -482,7 +482,7 @@ func BenchmarkGoConnStream(b *testing.B) {
 			op(b, c)
 		})
 		b.Run(dir+"/GoConn", func(b *testing.B) {
-			c, stop := goConnTo(b, addr)
+			c, stop := goConnTo(b, addr, weft.WithWatchdog(0))
 			defer stop()
 			op(b, c)
 		})

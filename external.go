@@ -155,6 +155,43 @@ func (t *Task) finishExternal(op *extOp, interrupt func()) {
 	}
 }
 
+// A goroutine's call: a plain goroutine that asks a Run to do something
+// that only a task can do (a Conn's GoConn: a Read on the Conn's loop),
+// and blocks until it is done. It posts the request to the loop, which
+// starts a task for it; the task does the work and answers the goroutine.
+// The request cannot be lost: if the loop has ended, or ends before it
+// runs the request, the goroutine is answered that the Run is over.
+
+// postForGoroutine asks l, from a plain goroutine, to run start on l (to
+// call startForGoroutine), or refused if l has ended or ends before it
+// runs the request: exactly one of the two runs, start on l, refused on
+// the caller's goroutine or as l closes. Neither may block.
+func (l *loop) postForGoroutine(start, refused func()) {
+	// A descriptor's release has the guarantee needed: it runs whether or
+	// not the loop is alive, and says which.
+	l.postRelease(func(onLoop bool) {
+		if onLoop && !l.closed { // closed is set before closeInbox runs what is left
+			start()
+		} else {
+			refused()
+		}
+	})
+}
+
+// startForGoroutine starts f as a new task of l's Run, on l (call it on
+// l, from postForGoroutine's start): a task with no parent, in the Run's
+// root scope beside main, which a cancellation of the whole Run reaches
+// and which, like any task, keeps the Run alive while it lives. f must
+// answer its goroutine however it ends (a defer). user names f's work in
+// reports (Dump, deadlock reports: the function at that PC).
+func (l *loop) startForGoroutine(f func(t *Task), user uintptr) {
+	c := newTask(l, &l.rs.root.root, func(t *Task) (struct{}, error) {
+		f(t)
+		return struct{}{}, nil
+	}, 0, spawnForGoroutine, user)
+	l.ready(&c.task)
+}
+
 // layerOption returns the setting of type S that a layer's Option stores
 // under key, making it on first use.
 func layerOption[S any](o *options, key any, make func() *S) *S {

@@ -329,7 +329,9 @@ func (rs *runState) allIdle(last *loop) {
 	case keep:
 		// Something outside the loops may satisfy a parked task.
 	default:
-		rs.onDeadlockLocked()
+		if rs.confirmDeadlock() { // not if a goroutine's wake is on its way (deadlock.go)
+			rs.onDeadlockLocked()
+		}
 	}
 }
 

@@ -79,7 +79,7 @@ type loop struct {
 	caps      poller.Caps
 	ring      poller.Completer // the poller's completion side (io_uring), or nil
 	locked    bool             // the loop's goroutine is locked to its thread (caps.SingleIssuer)
-	reserved  bool             // ... and holds a reserved processor (procs.go)
+	reserved  int              // ... and holds this many reserved processors (procs.go)
 	lastYield time.Time        // when yieldLocked last went through the scheduler
 	events    []poller.Event
 	fds       fdTable
@@ -484,11 +484,10 @@ func (l *loop) run() {
 		// Unlocked when the Run closes its pollers (runState.close).
 		runtime.LockOSThread()
 		l.locked = true
-		if runtime.GOMAXPROCS(0) == 1 {
+		if procsBase() == 1 {
 			// Alone on its processor, a loop asleep in the kernel would
 			// have it taken by sysmon at every sleep (see procs.go).
-			reserveProcs(1)
-			l.reserved = true
+			l.reserved = reserveProcs(1)
 		}
 		if err := l.poller.(poller.Starter).Start(); err != nil {
 			panic(err)
@@ -517,8 +516,10 @@ func (l *loop) run() {
 			continue
 		}
 		if l.timers.strong() == 0 && l.fds.waiting == 0 && l.external == 0 && !l.parkedKeepAliveLocked() {
-			l.onDeadlock()
-			continue
+			if l.rs.confirmDeadlock() { // not if a goroutine's wake is on its way (deadlock.go)
+				l.onDeadlock()
+				continue
+			}
 		}
 		l.block()
 	}

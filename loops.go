@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,6 +50,12 @@ type runState struct {
 
 	deadlock atomic.Pointer[DeadlockError] // the first deadlock found; waits fail fast with it after
 	aborting atomic.Bool                   // a Goexit passed through a loop: every loop unwinds
+	// A deadlock report and a goroutine that satisfies a parked task
+	// (deadlock.go: confirmDeadlock, claimWake): deadlocking announces a
+	// report about to be made; wakesInFlight counts the wakes goroutines
+	// owe parked tasks and have not posted yet.
+	deadlocking   atomic.Bool
+	wakesInFlight atomic.Int32
 
 	// Idleness (multi only; run lock).
 	idle   int  // loops with nothing to run, asleep or about to be
@@ -106,7 +111,7 @@ func loopCount(o *options) int {
 		}
 	}
 	if n == 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = procsBase() // the program's, not what other Runs reserved (procs.go)
 	}
 	return n
 }
@@ -138,7 +143,8 @@ func envLoops() (int, error) {
 // of its own; a busy loop hands runnable tasks over to an idle one (see
 // Local for tasks that must stay). The default is 1: one loop, one
 // deterministic schedule, no two tasks ever running at once. n = 0 means
-// GOMAXPROCS; n = LoopsFromEnv takes the number from the WEFT_LOOPS
+// GOMAXPROCS (the program's: not the processors that other Runs' Offload
+// pools have reserved); n = LoopsFromEnv takes the number from the WEFT_LOOPS
 // environment variable (the environment is never read otherwise). Any
 // other n < 0 panics with "weft:".
 //

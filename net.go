@@ -113,14 +113,24 @@ func sameLoop(t *Task, l *loop, what string) {
 // Errors are *net.OpError values, as from net.Listen; an unknown network
 // is a net.UnknownNetworkError inside one.
 //
+// Accepted TCP connections get the net package's defaults: keep-alive
+// probes after 15 s idle, every 15 s, 9 of them (so that a server finds
+// its dead peers), and TCP_NODELAY (no Nagle delay: each Write is sent
+// at once). ListenConfig changes the keep-alive period or turns it off.
+//
 // A task with a Network (WithNetwork, GoWithNetwork) listens on it
 // instead, with its address forms and errors. In a seeded Run (WithSeed)
 // without one, Listen, Dial and ListenPacket return an error wrapping
 // ErrRealIO unless AllowRealIO.
 func Listen(t *Task, network, address string) (*Listener, error) {
 	t.check("Listen")
-	return listen(t, network, address, nil)
+	return listen(t, network, address, netDefaults())
 }
+
+// netDefaults is the sockConfig of Listen and Dial: the net package's
+// defaults (net.Listen's and net.Dial's keep-alive; TCP_NODELAY is set
+// on every TCP connection).
+func netDefaults() *sockConfig { return &sockConfig{keepAlive: defaultKeepAlive} }
 
 // listen is Listen with a ListenConfig's options.
 func listen(t *Task, network, address string, cfg *sockConfig) (*Listener, error) {
@@ -193,9 +203,13 @@ func (ln *Listener) Close() error { return ln.impl.close() }
 //
 // A task with a Network dials through it; in a seeded Run without one,
 // Dial returns an error wrapping ErrRealIO (see Listen).
+//
+// A TCP connection gets the net package's defaults, as net.Dial's: keep-
+// alive probes after 15 s idle, every 15 s, 9 of them, and TCP_NODELAY.
+// Dialer changes the keep-alive period or turns it off.
 func Dial(t *Task, network, address string) (*Conn, error) {
 	t.check("Dial")
-	return dial(t, network, address, nil)
+	return dial(t, network, address, netDefaults())
 }
 
 // dial is Dial with a Dialer's options.

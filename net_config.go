@@ -24,8 +24,8 @@ import (
 const defaultKeepAlive = 15 * time.Second
 
 // ListenConfig holds options for listening, as net.ListenConfig does. The
-// zero value listens as Listen does, except that accepted TCP connections
-// send keep-alive probes, as net.Listen's do.
+// zero value listens as Listen does (accepted TCP connections send
+// keep-alive probes, as net.Listen's do).
 type ListenConfig struct {
 	// Control, if not nil, is called with the socket after it is made and
 	// before it is bound, as net.ListenConfig's: network is "tcp4",
@@ -94,8 +94,8 @@ func (lc *ListenConfig) sockConfig(t *Task, network string) (*sockConfig, error)
 }
 
 // Dialer holds options for connecting, as net.Dialer does. The zero value
-// dials as Dial does, except that TCP connections send keep-alive probes,
-// as net.Dial's do.
+// dials as Dial does (TCP connections send keep-alive probes, as
+// net.Dial's do).
 type Dialer struct {
 	// Timeout bounds the whole dial, name resolution included: 0 means no
 	// bound (as Dial), a negative Timeout fails at once. Past it, Dial
@@ -180,8 +180,8 @@ func keepAlivePeriod(d time.Duration) time.Duration {
 	return d
 }
 
-// sockConfig is what a ListenConfig or Dialer asks of its sockets. A nil
-// *sockConfig (Listen, Dial) asks nothing.
+// sockConfig is what a ListenConfig or Dialer asks of its sockets (Listen
+// and Dial: netDefaults). A nil *sockConfig (ListenPacket) asks nothing.
 type sockConfig struct {
 	control   func(network, address string, c syscall.RawConn) error
 	keepAlive time.Duration // > 0: TCP keep-alive probes with this period; 0: as the system leaves it

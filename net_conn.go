@@ -7,7 +7,10 @@ package weft
 
 import (
 	"net"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weft-go/weft/internal/loophook"
 )
@@ -66,13 +69,23 @@ func (c *Conn) NetConn(t *Task) net.Conn {
 
 // LoopConn returns a net.Conn that reads and writes c on behalf of
 // whichever task of c's Run calls it (moving it to c's loop): a reader
-// task and a writer task can share it (and a tls.Conn made on it), and a
-// value built on it (a response body, say) can be handed from task to task
-// of the Run. Its Read and Write suspend the calling task, as c.Read and
-// c.Write do, and return the same errors (the cause, matching
-// context.Canceled, if that task is cancelled); called from outside the
-// tasks of c's Run they panic with a "weft:" message. The other methods
-// are as NetConn's. LoopConn itself does not suspend.
+// task and a writer task can share it, and a value built on it (a
+// response body, say) can be handed from task to task of the Run. Its Read
+// and Write suspend the calling task, as c.Read and c.Write do, and return
+// the same errors (the cause, matching context.Canceled, if that task is
+// cancelled); called from outside the tasks of c's Run they panic with a
+// "weft:" message (GoConn is for goroutines). The other methods are as
+// NetConn's. LoopConn itself does not suspend.
+//
+// A tls.Conn made on it may be used by one task at a time only: crypto/tls
+// holds sync.Mutexes across its calls of Read and Write, and a task that
+// suspends there while another task enters the same tls.Conn (a reader
+// sending an alert while a writer waits for room) blocks the loop for
+// good. For TLS that a reader and a writer task share, use TLSClient or
+// TLSServer. LoopConn panics with a "weft:" message when it finds two
+// tasks inside crypto/tls over it at once; that catches the pattern when
+// both reach the Conn, not when one blocks inside crypto/tls first, so it
+// is a help, not a guard.
 func (c *Conn) LoopConn() net.Conn { return &loopConn{Conn: c} }
 
 type taskConn struct {
@@ -83,10 +96,64 @@ type taskConn struct {
 func (tc *taskConn) Read(b []byte) (int, error)  { return tc.Conn.Read(tc.t, b) }
 func (tc *taskConn) Write(b []byte) (int, error) { return tc.Conn.Write(tc.t, b) }
 
-type loopConn struct{ *Conn }
+type loopConn struct {
+	*Conn
+	inTLS atomic.Int32 // calls from crypto/tls in progress
+}
 
-func (lc *loopConn) Read(b []byte) (int, error)  { return lc.Conn.Read(lc.current("Read"), b) }
-func (lc *loopConn) Write(b []byte) (int, error) { return lc.Conn.Write(lc.current("Write"), b) }
+func (lc *loopConn) Read(b []byte) (int, error) {
+	t := lc.current("Read")
+	if calledFromTLS() {
+		lc.enterTLS()
+		defer lc.inTLS.Add(-1)
+	}
+	return lc.Conn.Read(t, b)
+}
+
+func (lc *loopConn) Write(b []byte) (int, error) {
+	t := lc.current("Write")
+	if calledFromTLS() {
+		lc.enterTLS()
+		defer lc.inTLS.Add(-1)
+	}
+	return lc.Conn.Write(t, b)
+}
+
+// enterTLS counts a call from crypto/tls, and panics if another task's is
+// in progress: two tasks inside one tls.Conn over a LoopConn, the pattern
+// that can block the loop (see LoopConn).
+func (lc *loopConn) enterTLS() {
+	if lc.inTLS.Add(1) > 1 {
+		lc.inTLS.Add(-1)
+		panic("weft: two tasks are inside one crypto/tls Conn over a LoopConn at once: crypto/tls holds sync.Mutexes across its reads and writes, so another task entering it can block the loop for good; use weft.TLSClient or weft.TLSServer for TLS that several tasks share, or one task per tls.Conn")
+	}
+}
+
+// calledFromTLS reports whether crypto/tls is among the first callers of
+// the LoopConn method calling it (a frame-pointer walk, and a cache of
+// the answer per return address).
+func calledFromTLS() bool {
+	var pcs [6]uintptr
+	n := fpCallers(pcs[:])
+	for _, pc := range pcs[:n] {
+		if v, ok := tlsPCs.Load(pc); ok {
+			if v.(bool) {
+				return true
+			}
+			continue
+		}
+		f := runtime.FuncForPC(pc - 1)
+		is := f != nil && strings.HasPrefix(f.Name(), "crypto/tls.")
+		tlsPCs.Store(pc, is)
+		if is {
+			return true
+		}
+	}
+	return false
+}
+
+// tlsPCs caches calledFromTLS's answer per return address.
+var tlsPCs sync.Map
 
 // current returns the task of c's Run that is running the caller.
 func (lc *loopConn) current(op string) *Task {

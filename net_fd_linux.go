@@ -63,7 +63,15 @@ type netFD struct {
 	rErr   error
 	noBufs bool     // the ring ran out of buffers: the next read is single-shot
 	ops    *freeOps // when the home loop has a ring: its free operations (net_fd_uring_linux.go)
+	// direct counts the plain goroutines inside a system call on fd
+	// (readNow, writeNow), and holds directOwed once the release is due:
+	// the last of them to leave releases the descriptor then (see
+	// enterDirect).
+	direct atomic.Int64
 }
+
+// directOwed is the bit of netFD.direct that says the release is due.
+const directOwed = 1 << 40
 
 // newNetFD wraps fd, already non-blocking, and watches it on t's loop,
 // its home.
@@ -262,9 +270,99 @@ func (fd *netFD) close() error {
 			l.fds.unwatch(l, fd.fd)
 			fd.dropReceived(l)
 		}
-		fd.release()
+		if fd.direct.Add(directOwed) == directOwed {
+			fd.release() // no goroutine is inside a system call on it
+		}
 	})
 	return nil
+}
+
+// A GoConn's plain goroutine tries its system call on the descriptor
+// itself first (readNow, writeNow), without the loop: on the epoll
+// backend, a read of data already there or a write that fits costs the
+// goroutine what net's would. The descriptor may be closed meanwhile, and
+// its number reused, only once no goroutine is inside such a call: each
+// one counts itself in fd.direct before it looks at closing, Close sets
+// closing before it posts the release, and the release adds directOwed;
+// whoever brings the count to exactly directOwed (the release with no
+// goroutine inside, or the last goroutine out) closes the descriptor.
+// What the loop owns of the fd (its registration, the drained bit) is
+// left alone: a read that takes what an edge announced costs a task that
+// waits for it one wake-up that finds nothing, never a lost one.
+
+// enterDirect counts a goroutine in, unless fd is closing or is not a
+// stream of the epoll backend (io_uring's receives queue data on the fd,
+// which a system call of the goroutine's would overtake).
+func (fd *netFD) enterDirect() bool {
+	if fd.kind != fdStream || fd.loop.ring != nil || !fd.loop.caps.Edge {
+		return false
+	}
+	for {
+		s := fd.direct.Load()
+		if s&directOwed != 0 {
+			return false
+		}
+		if fd.direct.CompareAndSwap(s, s+1) {
+			break
+		}
+	}
+	if fd.closing.Load() {
+		fd.exitDirect()
+		return false
+	}
+	return true
+}
+
+func (fd *netFD) exitDirect() {
+	if fd.direct.Add(-1) == directOwed {
+		fd.release() // the release came while we were inside
+	}
+}
+
+// readNow reads what is there, from a plain goroutine: done is false when
+// nothing is (the caller asks the loop) or the fd is closing (the loop
+// says so).
+func (fd *netFD) readNow(b []byte) (n int, err error, done bool) {
+	if !fd.enterDirect() {
+		return 0, nil, false
+	}
+	defer fd.exitDirect()
+	for {
+		n, err := unix.Read(fd.fd, b)
+		switch err {
+		case nil:
+			if n == 0 {
+				return 0, io.EOF, true
+			}
+			return n, nil, true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, nil, false
+		}
+		return 0, fd.opErr("read", os.NewSyscallError("read", err)), true
+	}
+}
+
+// writeNow writes what fits of b, from a plain goroutine, and reports how
+// much; the caller asks the loop for the rest (and for every error, so
+// that it comes as a task's would).
+func (fd *netFD) writeNow(b []byte) int {
+	if !fd.enterDirect() {
+		return 0
+	}
+	defer fd.exitDirect()
+	written := 0
+	for written < len(b) {
+		n, err := unix.Write(fd.fd, b[written:])
+		if n > 0 {
+			written += n
+		}
+		if err != nil && err != unix.EINTR {
+			break
+		}
+	}
+	return written
 }
 
 func (fd *netFD) release() {

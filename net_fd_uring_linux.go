@@ -198,6 +198,11 @@ func (fd *netFD) sendOp(t *Task, b []byte) (int, error) {
 		if res > 0 {
 			written += int(res) // sent, whatever interrupted the wait
 		}
+		if res < 0 && fd.closing.Load() {
+			// Close shut the socket down under the send, which then
+			// failed (EPIPE): the Close is the cause, as on epoll.
+			return written, fd.opErr("write", net.ErrClosed)
+		}
 		if err != nil {
 			return written, fd.opErr("write", err)
 		}
@@ -344,7 +349,9 @@ func sockaddrOfRaw(sa *unix.RawSockaddrAny, n int) unix.Sockaddr {
 		r := (*unix.RawSockaddrUnix)(unsafe.Pointer(sa))
 		n -= 2 // the family
 		if n <= 0 {
-			return &unix.SockaddrUnix{}
+			// An unnamed peer: "@", as accept4's decoding (x/sys, the
+			// net package) gives for a path that starts with a NUL.
+			return &unix.SockaddrUnix{Name: "@"}
 		}
 		n = min(n, len(r.Path))
 		b := make([]byte, 0, n)

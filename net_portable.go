@@ -10,11 +10,14 @@ package weft
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/weft-go/weft/internal/poller"
 )
 
 // aLongTimeAgo is a deadline that has passed: it makes a blocked call
@@ -47,18 +50,90 @@ func (t *Task) blockingCall(call, interrupt, reset func()) error {
 	return err
 }
 
-// deadlineCall is blockingCall for a call that a deadline interrupts:
-// setDeadline is the object's SetDeadline, SetReadDeadline or
-// SetWriteDeadline.
-func (t *Task) deadlineCall(call func(), setDeadline func(time.Time) error) error {
-	return t.blockingCall(call,
-		func() { setDeadline(aLongTimeAgo) },
-		func() { setDeadline(time.Time{}) })
+// ioGate is one direction (reads, writes, accepts) of a net or os object
+// on which several tasks may wait at once, each through a helper goroutine
+// blocked in a call of its own. Interrupting one of those calls means
+// setting a deadline in the past on the shared object, which ends every
+// call of that direction: so the deadline is cleared only when the last
+// task that set it has had its call back (n counts them), and a call that
+// returned a timeout although its task was not interrupted was caught by
+// another task's interrupt: its task waits until no interrupt is in
+// progress (calm) and calls again. (Each task used to clear the deadline
+// after its own interrupt, undoing another's that was still under way:
+// that task's call then waited for ever.) weft's own deadlines
+// (net_deadline.go) never reach the object: they interrupt the tasks, so
+// every timeout a call returns comes from an interrupt.
+type ioGate struct {
+	apply func(time.Time) error // the object's SetReadDeadline, SetWriteDeadline or SetDeadline
+	mu    sync.Mutex
+	n     int    // guarded by mu: tasks whose interrupt is in progress
+	calm  *Event // guarded by mu: set when n returns to 0; nil while n is 0
+}
+
+func newGate(set func(time.Time) error) *ioGate { return &ioGate{apply: set} }
+
+// call runs call on a helper goroutine and suspends t until it returns
+// (blockingCall), interrupting it through the gate if t is interrupted.
+func (g *ioGate) call(t *Task, call func()) error {
+	return t.blockingCall(call, g.interrupt, g.reset)
+}
+
+// interrupt makes every call of g's direction return now.
+func (g *ioGate) interrupt() {
+	g.mu.Lock()
+	g.n++
+	if g.n == 1 {
+		g.calm = new(Event)
+		g.apply(aLongTimeAgo)
+	}
+	g.mu.Unlock()
+}
+
+// reset ends an interrupt whose call has returned; the last one clears
+// the deadline and lets the calls caught in passing go again.
+func (g *ioGate) reset() {
+	g.mu.Lock()
+	g.n--
+	if g.n > 0 {
+		g.mu.Unlock()
+		return
+	}
+	g.apply(time.Time{})
+	calm := g.calm
+	g.calm = nil
+	g.mu.Unlock()
+	calm.Set()
+}
+
+// caught reports whether err, returned by a call whose task was not
+// interrupted, is another task's interrupt caught in passing: then t waits
+// until no interrupt is in progress and should call again (unless the
+// wait returns an error: t's cancellation). expired is t's own deadline
+// check (nil: the object has none).
+func (g *ioGate) caught(t *Task, err error, expired func() error) (again bool, werr error) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false, nil
+	}
+	g.mu.Lock()
+	calm := g.calm
+	g.mu.Unlock()
+	if calm != nil {
+		if err := calm.Wait(t); err != nil {
+			return false, err
+		}
+	}
+	if expired != nil {
+		if err := expired(); err != nil {
+			return false, err // t's own deadline passed meanwhile
+		}
+	}
+	return true, nil
 }
 
 type portableListener struct {
 	ln      net.Listener
 	network string
+	accepts *ioGate // nil if ln has no deadlines
 	mu      sync.Mutex
 	pending net.Conn // guarded by mu: accepted by a call that was cancelled; the next Accept gets it
 	closed  bool     // guarded by mu
@@ -82,7 +157,11 @@ func listenPortable(t *Task, network, address string, cfg *sockConfig) (listener
 	if err != nil {
 		return nil, opError("listen", network, nil, nil, err)
 	}
-	return &portableListener{ln: ln, network: network}, nil
+	pl := &portableListener{ln: ln, network: network}
+	if d, ok := ln.(deadliner); ok {
+		pl.accepts = newGate(d.SetDeadline)
+	}
+	return pl, nil
 }
 
 func (pl *portableListener) addr() net.Addr { return pl.ln.Addr() }
@@ -106,14 +185,25 @@ func (pl *portableListener) accept(t *Task) (connImpl, error) {
 	pl.pending = nil
 	pl.mu.Unlock()
 	if c != nil {
-		return &portableConn{c: c, network: pl.network}, nil
+		return newPortableConn(c, pl.network), nil
 	}
 	var err error
-	setDeadline := func(time.Time) error { return nil }
-	if d, ok := pl.ln.(deadliner); ok {
-		setDeadline = d.SetDeadline
+	var werr error
+	for {
+		if pl.accepts == nil {
+			werr = t.blockingCall(func() { c, err = pl.ln.Accept() }, func() {}, func() {})
+			break
+		}
+		werr = pl.accepts.call(t, func() { c, err = pl.ln.Accept() })
+		if werr != nil || c != nil {
+			break
+		}
+		again, gerr := pl.accepts.caught(t, err, nil)
+		if !again {
+			werr = gerr
+			break
+		}
 	}
-	werr := t.deadlineCall(func() { c, err = pl.ln.Accept() }, setDeadline)
 	if werr != nil {
 		if c != nil {
 			// Accepted just as we gave up: keep it for the next call, or
@@ -131,12 +221,29 @@ func (pl *portableListener) accept(t *Task) (connImpl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &portableConn{c: c, network: pl.network}, nil
+	return newPortableConn(c, pl.network), nil
 }
 
 type portableConn struct {
 	c       net.Conn
 	network string
+	rd, wr  *ioGate
+	dl      *connDeadlines // the Conn's, for the deadline checks of calls made again
+}
+
+func newPortableConn(c net.Conn, network string) *portableConn {
+	return &portableConn{c: c, network: network, rd: newGate(c.SetReadDeadline), wr: newGate(c.SetWriteDeadline)}
+}
+
+func (pc *portableConn) bindDeadlines(dl *connDeadlines) { pc.dl = dl }
+
+// expired is t's deadline check for direction m before a call is made
+// again (t is on the Conn's loop: Conn.Read and Conn.Write moved it).
+func (pc *portableConn) expired(t *Task, m poller.Mode) func() error {
+	if pc.dl == nil {
+		return nil
+	}
+	return func() error { return pc.dl.expired(t.loop, m) }
 }
 
 func dialPortable(t *Task, network, address string, cfg *sockConfig) (connImpl, error) {
@@ -158,33 +265,53 @@ func dialPortable(t *Task, network, address string, cfg *sockConfig) (connImpl, 
 	if err != nil {
 		return nil, err
 	}
-	return &portableConn{c: c, network: network}, nil
+	return newPortableConn(c, network), nil
 }
 
 func (pc *portableConn) read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var err error
-	werr := t.deadlineCall(func() { n, err = pc.c.Read(b) }, pc.c.SetReadDeadline)
-	if werr != nil {
-		if n > 0 {
-			return n, nil // data arrived as we gave up: not lost
+	for {
+		var n int
+		var err error
+		werr := pc.rd.call(t, func() { n, err = pc.c.Read(b) })
+		if werr != nil {
+			if n > 0 {
+				return n, nil // data arrived as we gave up: not lost
+			}
+			return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
 		}
-		return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+		if n == 0 {
+			if again, gerr := pc.rd.caught(t, err, pc.expired(t, poller.Read)); again {
+				continue
+			} else if gerr != nil {
+				return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), gerr)
+			}
+		}
+		return n, err
 	}
-	return n, err
 }
 
 func (pc *portableConn) write(t *Task, b []byte) (int, error) {
-	var n int
-	var err error
-	werr := t.deadlineCall(func() { n, err = pc.c.Write(b) }, pc.c.SetWriteDeadline)
-	if werr != nil {
-		return n, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+	written := 0
+	for {
+		var n int
+		var err error
+		werr := pc.wr.call(t, func() { n, err = pc.c.Write(b[written:]) })
+		written += n
+		if werr != nil {
+			return written, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+		}
+		if written < len(b) {
+			if again, gerr := pc.wr.caught(t, err, pc.expired(t, poller.Write)); again {
+				continue
+			} else if gerr != nil {
+				return written, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), gerr)
+			}
+		}
+		return written, err
 	}
-	return n, err
 }
 
 func (pc *portableConn) closeWrite() error {
@@ -201,6 +328,7 @@ func (pc *portableConn) remoteAddr() net.Addr { return pc.c.RemoteAddr() }
 type portablePacketConn struct {
 	c       net.PacketConn
 	network string
+	rd, wr  *ioGate
 }
 
 func listenPacketPortable(t *Task, network, address string, cfg *sockConfig) (packetImpl, error) {
@@ -215,31 +343,49 @@ func listenPacketPortable(t *Task, network, address string, cfg *sockConfig) (pa
 	if err != nil {
 		return nil, opError("listen", network, nil, nil, err)
 	}
-	return &portablePacketConn{c: c, network: network}, nil
+	return &portablePacketConn{c: c, network: network, rd: newGate(c.SetReadDeadline), wr: newGate(c.SetWriteDeadline)}, nil
 }
 
 func (pp *portablePacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error) {
-	var n int
-	var from net.Addr
-	var err error
-	werr := t.deadlineCall(func() { n, from, err = pp.c.ReadFrom(b) }, pp.c.SetReadDeadline)
-	if werr != nil {
-		if from != nil {
-			return n, from, nil // a datagram arrived as we gave up: not lost
+	for {
+		var n int
+		var from net.Addr
+		var err error
+		werr := pp.rd.call(t, func() { n, from, err = pp.c.ReadFrom(b) })
+		if werr != nil {
+			if from != nil {
+				return n, from, nil // a datagram arrived as we gave up: not lost
+			}
+			return 0, nil, opError("read", pp.network, pp.c.LocalAddr(), nil, werr)
 		}
-		return 0, nil, opError("read", pp.network, pp.c.LocalAddr(), nil, werr)
+		if from == nil {
+			if again, gerr := pp.rd.caught(t, err, nil); again {
+				continue
+			} else if gerr != nil {
+				return 0, nil, opError("read", pp.network, pp.c.LocalAddr(), nil, gerr)
+			}
+		}
+		return n, from, err
 	}
-	return n, from, err
 }
 
 func (pp *portablePacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, error) {
-	var n int
-	var err error
-	werr := t.deadlineCall(func() { n, err = pp.c.WriteTo(b, addr) }, pp.c.SetWriteDeadline)
-	if werr != nil {
-		return n, opError("write", pp.network, pp.c.LocalAddr(), addr, werr)
+	for {
+		var n int
+		var err error
+		werr := pp.wr.call(t, func() { n, err = pp.c.WriteTo(b, addr) })
+		if werr != nil {
+			return n, opError("write", pp.network, pp.c.LocalAddr(), addr, werr)
+		}
+		if n == 0 && err != nil {
+			if again, gerr := pp.wr.caught(t, err, nil); again {
+				continue
+			} else if gerr != nil {
+				return 0, opError("write", pp.network, pp.c.LocalAddr(), addr, gerr)
+			}
+		}
+		return n, err
 	}
-	return n, err
 }
 
 func (pp *portablePacketConn) localAddr() net.Addr { return pp.c.LocalAddr() }
@@ -247,35 +393,62 @@ func (pp *portablePacketConn) close() error        { return pp.c.Close() }
 
 // portableFile is a pipe end as an *os.File, which the Go runtime's own
 // poller serves when the fd is non-blocking, so deadlines interrupt it.
-type portableFile struct{ f *os.File }
+type portableFile struct {
+	f      *os.File
+	rd, wr *ioGate
+}
+
+func newPortableFile(f *os.File) *portableFile {
+	return &portableFile{f: f, rd: newGate(f.SetReadDeadline), wr: newGate(f.SetWriteDeadline)}
+}
 
 func (pf *portableFile) read(t *Task, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var err error
-	werr := t.deadlineCall(func() { n, err = pf.f.Read(b) }, pf.f.SetReadDeadline)
-	if werr != nil {
-		if n > 0 {
-			return n, nil
+	for {
+		var n int
+		var err error
+		werr := pf.rd.call(t, func() { n, err = pf.f.Read(b) })
+		if werr != nil {
+			if n > 0 {
+				return n, nil
+			}
+			return 0, &os.PathError{Op: "read", Path: pf.f.Name(), Err: werr}
 		}
-		return 0, &os.PathError{Op: "read", Path: pf.f.Name(), Err: werr}
+		if n == 0 {
+			if again, gerr := pf.rd.caught(t, err, nil); again {
+				continue
+			} else if gerr != nil {
+				return 0, &os.PathError{Op: "read", Path: pf.f.Name(), Err: gerr}
+			}
+		}
+		if err == io.EOF {
+			return n, io.EOF
+		}
+		return n, err
 	}
-	if err == io.EOF {
-		return n, io.EOF
-	}
-	return n, err
 }
 
 func (pf *portableFile) write(t *Task, b []byte) (int, error) {
-	var n int
-	var err error
-	werr := t.deadlineCall(func() { n, err = pf.f.Write(b) }, pf.f.SetWriteDeadline)
-	if werr != nil {
-		return n, &os.PathError{Op: "write", Path: pf.f.Name(), Err: werr}
+	written := 0
+	for {
+		var n int
+		var err error
+		werr := pf.wr.call(t, func() { n, err = pf.f.Write(b[written:]) })
+		written += n
+		if werr != nil {
+			return written, &os.PathError{Op: "write", Path: pf.f.Name(), Err: werr}
+		}
+		if written < len(b) {
+			if again, gerr := pf.wr.caught(t, err, nil); again {
+				continue
+			} else if gerr != nil {
+				return written, &os.PathError{Op: "write", Path: pf.f.Name(), Err: gerr}
+			}
+		}
+		return written, err
 	}
-	return n, err
 }
 
 func (pf *portableFile) close() error { return pf.f.Close() }

@@ -27,6 +27,7 @@ type offloadPool struct {
 	max     int           // immutable
 	closed  bool          // guarded by mu
 	claimed bool          // guarded by mu: the pool's spare Ps are reserved
+	procs   int           // guarded by mu: how many reserveProcs gave (at most max)
 	wg      sync.WaitGroup
 }
 
@@ -37,11 +38,11 @@ func newOffloadPool(max int, yield bool) *offloadPool {
 }
 
 // defaultOffloadWorkers is the pool bound when WithOffloadWorkers is not
-// given: enough for the machine's cores, and at least 4 so that a few
-// blocking calls (files, DNS) do not queue behind one another on small
-// machines.
+// given: enough for the program's processors (GOMAXPROCS without what
+// weft reserved: procs.go), and at least 4 so that a few blocking calls
+// (files, DNS) do not queue behind one another on small machines.
 func defaultOffloadWorkers() int {
-	return max(4, runtime.GOMAXPROCS(0))
+	return max(4, procsBase())
 }
 
 // submit queues job and makes sure a worker will run it.
@@ -59,7 +60,7 @@ func (p *offloadPool) submit(job func()) {
 			// changing GOMAXPROCS stops the world, which would have to wait
 			// for running workers (a long assembly loop cannot be preempted).
 			p.claimed = true
-			reserveProcs(p.max)
+			p.procs = reserveProcs(p.max)
 		}
 		go p.work()
 	}
@@ -101,9 +102,8 @@ func (p *offloadPool) close() {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	p.wg.Wait()
-	if p.claimed {
-		releaseProcs(p.max)
-	}
+	releaseProcs(p.procs) // after the workers: nobody changes procs now
+	p.procs = 0
 }
 
 // WithLoopPriority says whether the loops are kept ahead of Offload
@@ -120,10 +120,13 @@ func (p *offloadPool) close() {
 //     them) runs CPU-bound work, a loop that I/O wakes finds no P free and
 //     waits for the runtime's 10 ms preemption. So each Offload worker
 //     brings a P of its own: when a pool that may run W workers starts its
-//     first, weft raises GOMAXPROCS by W above what it was, and lowers it
-//     when the pool closes (when its Run ends). The count is process-wide,
-//     since GOMAXPROCS is; it is left alone if someone else changed
-//     GOMAXPROCS meanwhile.
+//     first, weft raises GOMAXPROCS by W above the program's own value,
+//     and lowers it when the pool closes (when its Run ends). The count
+//     is process-wide, since GOMAXPROCS is, and bounded: all Runs
+//     together add at most max(32, 8×GOMAXPROCS), however many run side
+//     by side, and a pool that finds that reached reserves what is left.
+//     It is left alone if someone else changed GOMAXPROCS meanwhile
+//     (procs.go).
 //  2. A lower priority. With more busy threads than cores, the kernel must
 //     still run the loop's thread at once when it wakes. Each worker keeps
 //     its OS thread and lowers that thread's priority (on Linux, nice +10):
@@ -146,7 +149,8 @@ func WithLoopPriority(on bool) Option {
 // task is cancelled or has finished. A panic in f becomes a *PanicError.
 //
 // While f runs, Run stays alive. The pool's size is set by
-// WithOffloadWorkers (default: GOMAXPROCS, at least 4); calls beyond it
+// WithOffloadWorkers (default: the program's GOMAXPROCS, not counting
+// what weft reserved for other Runs, and at least 4); calls beyond it
 // wait their turn in FIFO order. CPU-heavy f may fill every core: the
 // workers bring processors of their own and run at a lower OS priority, so
 // that a loop woken by I/O still runs at once (see WithLoopPriority).

@@ -16,7 +16,7 @@ func Pipe() (r, w *File, err error) {
 }
 
 func bindFile(t *Task, f *File) (fileImpl, error) {
-	return &portableFile{f: f.os}, nil
+	return newPortableFile(f.os), nil
 }
 
 func closeFD(int) error { return nil }

@@ -26,7 +26,7 @@ func bindFile(t *Task, f *File) (fileImpl, error) {
 		return bindPipeFD(t, f.fd)
 	}
 	f.os = os.NewFile(uintptr(f.fd), "pipe")
-	return &portableFile{f: f.os}, nil
+	return newPortableFile(f.os), nil
 }
 
 func closeFD(fd int) error {

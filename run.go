@@ -225,9 +225,9 @@ func (rs *runState) close() {
 	}
 	for _, l := range rs.loops {
 		l.poller.Close()
-		if l.reserved {
-			l.reserved = false
-			releaseProcs(1)
+		if l.reserved > 0 {
+			releaseProcs(l.reserved)
+			l.reserved = 0
 		}
 		if l.locked {
 			l.locked = false

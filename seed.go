@@ -50,7 +50,6 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"time"
 
@@ -295,7 +294,7 @@ func newSimState(o *options) *simState {
 	if o.loopsSet && !o.loopsEnv { // WEFT_LOOPS is not read: the environment must not change a seed's schedule
 		s.loops = o.loops
 		if s.loops == 0 {
-			s.loops = runtime.GOMAXPROCS(0)
+			s.loops = procsBase()
 		}
 		s.loops = min(s.loops, maxSimLoops)
 	}

@@ -187,8 +187,8 @@ func (c *Chan[T]) send(t *Task, v T) error {
 	if err := c.prepare(t, "Chan.Send"); err != nil {
 		return err
 	}
-	var ws wakers
 	l := t.loop
+	ws := wakers{from: l, fromKnown: true}
 	locked := c.acquire(l)
 	if ok, err := c.trySendLocked(v, &ws); ok {
 		c.release(locked)
@@ -255,8 +255,8 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 	if err := c.prepare(t, "Chan.Recv"); err != nil {
 		return zero, err
 	}
-	var ws wakers
 	l := t.loop
+	ws := wakers{from: l, fromKnown: true}
 	locked := c.acquire(l)
 	for look := 0; ; look++ {
 		if v, ok := c.takeLocked(&ws); ok {
@@ -304,10 +304,17 @@ func (c *Chan[T]) recvSlow(t *Task, locked bool) (T, error) {
 	if nd.state == nodeDone && err == nil {
 		err = t.cancelPoint()
 	}
-	var ws wakers
 	l := t.loop // t may have moved to another loop since it was woken
+	ws := wakers{from: l, fromKnown: true}
 	locked = c.acquire(l)
 	st, v := nd.state, nd.val
+	if st == nodeDone && err != nil && t.rs.isDeadlockErr(err) {
+		// Handed a value as the Run was found deadlocked (by a task of
+		// another Run: a goroutine's claims wait for the decision, see
+		// claimFirst): nobody would receive it after us, so it is ours;
+		// the next suspension point reports the deadlock.
+		err = nil
+	}
 	if st == nodeDone && err != nil {
 		c.giveBackLocked(v, nd.seq, &ws)
 	}
@@ -335,25 +342,37 @@ func (c *Chan[T]) TrySend(v T) bool {
 
 // trySend is TrySend from loop l (nil: a goroutine), if known.
 func (c *Chan[T]) trySend(v T, l *loop, known bool) bool {
-	var ws wakers
-	locked := c.acquire(l)
-	ok, err := c.trySendLocked(v, &ws)
-	c.release(locked)
-	ws.wakeFrom(l, known)
-	return ok && err == nil
+	for {
+		ws := wakers{from: l, fromKnown: known}
+		locked := c.acquire(l)
+		ok, err := c.trySendLocked(v, &ws)
+		c.release(locked)
+		if ws.busy != nil {
+			ws.busy.awaitDecision()
+			continue
+		}
+		ws.wakeFrom(ws.from, ws.fromKnown)
+		return ok && err == nil
+	}
 }
 
 // TryRecv receives a value if one is ready. It reports false when the
 // channel is empty, or closed and drained. It never suspends and is not a
 // cancellation point. Any goroutine may call it.
 func (c *Chan[T]) TryRecv() (T, bool) {
-	var ws wakers
 	l, known := c.caller()
-	locked := c.acquire(l)
-	v, ok := c.takeLocked(&ws)
-	c.release(locked)
-	ws.wakeFrom(l, known)
-	return v, ok
+	for {
+		ws := wakers{from: l, fromKnown: known}
+		locked := c.acquire(l)
+		v, ok := c.takeLocked(&ws)
+		c.release(locked)
+		if ws.busy != nil {
+			ws.busy.awaitDecision()
+			continue
+		}
+		ws.wakeFrom(ws.from, ws.fromKnown)
+		return v, ok
+	}
 }
 
 // Close closes the channel: later Sends, and Sends waiting now, return
@@ -501,12 +520,20 @@ func (c *Chan[T]) SendWait(ctx context.Context, v T) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var ws wakers
-	c.acquire(nil) // a goroutine: the channel is shared from now on, and locked
-	if ok, err := c.trySendLocked(v, &ws); ok {
+	ws := wakers{fromKnown: true} // a goroutine
+	for {
+		c.acquire(nil) // a goroutine: the channel is shared from now on, and locked
+		if ok, err := c.trySendLocked(v, &ws); ok {
+			c.mu.unlock()
+			ws.wake(nil)
+			return err
+		}
+		if ws.busy == nil {
+			break
+		}
 		c.mu.unlock()
-		ws.wake(nil)
-		return err
+		ws.busy.awaitDecision()
+		ws.busy = nil
 	}
 	nd := c.goNodeLocked()
 	nd.send = true
@@ -546,12 +573,20 @@ func (c *Chan[T]) RecvWait(ctx context.Context) (T, error) {
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	var ws wakers
-	c.acquire(nil) // a goroutine: the channel is shared from now on, and locked
-	if v, ok := c.takeLocked(&ws); ok {
+	ws := wakers{fromKnown: true} // a goroutine
+	for {
+		c.acquire(nil) // a goroutine: the channel is shared from now on, and locked
+		if v, ok := c.takeLocked(&ws); ok {
+			c.mu.unlock()
+			ws.wake(nil)
+			return v, nil
+		}
+		if ws.busy == nil {
+			break
+		}
 		c.mu.unlock()
-		ws.wake(nil)
-		return v, nil
+		ws.busy.awaitDecision()
+		ws.busy = nil
 	}
 	if c.closed {
 		err := c.recvErr
@@ -651,10 +686,13 @@ func (c *Chan[T]) trySendLocked(v T, ws *wakers) (bool, error) {
 		return true, c.sendErr
 	}
 	if c.recvq.head != nil {
-		if r := c.receiverLocked(); r != nil {
+		if r := c.receiverLocked(ws); r != nil {
 			c.handLocked(r, v, c.seq, ws)
 			c.seq++
 			return true, nil
+		}
+		if ws.busy != nil {
+			return false, nil // the caller starts over (claimFirst)
 		}
 	}
 	if c.n < len(c.buf) {
@@ -678,17 +716,26 @@ func (c *Chan[T]) takeLocked(ws *wakers) (T, bool) {
 		return v, true
 	}
 	if c.n > 0 {
-		v := c.popLocked()
 		if c.sendq.head != nil {
-			if s := c.senderLocked(); s != nil {
+			// The refill first: if a waiting sender's Run is deciding
+			// whether it is deadlocked, the caller starts over (claimFirst)
+			// and nothing may have moved.
+			s := c.senderLocked(ws)
+			if ws.busy != nil {
+				var zero T
+				return zero, false
+			}
+			v := c.popLocked()
+			if s != nil {
 				c.pushLocked(s.val)
 				c.acceptLocked(s, ws)
 			}
+			return v, true
 		}
-		return v, true
+		return c.popLocked(), true
 	}
 	if c.sendq.head != nil {
-		if s := c.senderLocked(); s != nil {
+		if s := c.senderLocked(ws); s != nil {
 			v := s.val
 			c.acceptLocked(s, ws)
 			return v, true
@@ -700,21 +747,46 @@ func (c *Chan[T]) takeLocked(ws *wakers) (T, bool) {
 
 // receiverLocked claims the first waiting receiver that can still be
 // satisfied, unlinking dead Select cases on the way; nil if none.
-func (c *Chan[T]) receiverLocked() *waitNode[T] { return claimFirst(&c.recvq) }
+func (c *Chan[T]) receiverLocked(ws *wakers) *waitNode[T] { return claimFirst(&c.recvq, ws) }
 
 // senderLocked is receiverLocked for the waiting senders.
-func (c *Chan[T]) senderLocked() *waitNode[T] { return claimFirst(&c.sendq) }
+func (c *Chan[T]) senderLocked(ws *wakers) *waitNode[T] { return claimFirst(&c.sendq, ws) }
 
 // claimFirst claims the first waiter of q that can still be satisfied (for
 // a Select, one of its cases queued there: claimSelect), unlinking dead
-// Select cases on the way; nil if none.
-func claimFirst[T any](q *waitQueue[T]) *waitNode[T] {
+// Select cases on the way; nil if none. A plain goroutine (ws's caller)
+// that claims a parked task holds its wake in flight until it is posted
+// (runState.claimWake, deadlock.go); if the task's Run is deciding whether
+// it is deadlocked, it claims nothing and sets ws.busy (the caller
+// unlocks, waits for the decision and starts over), and if that Run is
+// deadlocked it passes the task by (it is being unwound).
+func claimFirst[T any](q *waitQueue[T], ws *wakers) *waitNode[T] {
 	for nd := q.head; nd != nil; {
+		var rs *runState
+		if nd.kind != nodeGoroutine && ws.caller() == nil {
+			if nd.kind == nodeSelect {
+				rs = nd.sel.pw.loop.rs
+			} else {
+				rs = nd.pw.loop.rs
+			}
+			switch rs.claimWake() {
+			case wakeBusy:
+				ws.busy = rs
+				return nil
+			case wakeDead:
+				nd = nd.next
+				continue
+			}
+			ws.held = true
+		}
 		if nd.kind != nodeSelect {
 			return nd
 		}
 		if r := nd.claimSelect(); r != nil {
 			return r
+		}
+		if rs != nil {
+			rs.releaseWake()
 		}
 		next := nd.next
 		q.remove(nd)
@@ -749,7 +821,7 @@ func (c *Chan[T]) acceptLocked(s *waitNode[T], ws *wakers) {
 // ahead of the buffer, in rank order among the values given back.
 func (c *Chan[T]) giveBackLocked(v T, seq uint64, ws *wakers) {
 	if c.recvq.head != nil {
-		if r := c.receiverLocked(); r != nil {
+		if r := c.receiverLocked(ws); r != nil {
 			c.handLocked(r, v, seq, ws)
 			return
 		}

@@ -163,7 +163,7 @@ func Select(t *Task, cases ...SelectCase) (int, error) {
 	}
 
 	// The ready cases, in random order: the first fires.
-	var ws wakers
+	ws := wakers{from: t.loop, fromKnown: true}
 	var obuf [8]int
 	order := obuf[:0]
 	for i := range cases {
@@ -408,12 +408,15 @@ func (c *Chan[T]) selFinish(t *Task, sc *SelectCase, x any, err error) (bool, er
 	if !nd.send && err == nil {
 		cerr = t.cancelPoint()
 	}
-	var ws wakers
 	l := t.loop
+	ws := wakers{from: l, fromKnown: true}
 	locked := c.acquire(l)
 	st, send, v := nd.state, nd.send, nd.val
 	if st == nodeDone && !send && err == nil {
 		err = cerr
+	}
+	if st == nodeDone && !send && err != nil && t.rs.isDeadlockErr(err) {
+		err = nil // received as the Run was found deadlocked: ours (as in recvSlow)
 	}
 	if st == nodeDone && !send && err != nil {
 		c.giveBackLocked(v, nd.seq, &ws)

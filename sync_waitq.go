@@ -132,6 +132,14 @@ func (k waker) wake(from *loop) {
 	w.wake(nil)
 }
 
+// release ends the claimWake of a goroutine's wake of a task, once
+// posted.
+func (k waker) release() {
+	if k.task != nil {
+		k.loop.rs.releaseWake()
+	}
+}
+
 // waitQueue is a FIFO of nodes, guarded by its object's lock.
 type waitQueue[V any] struct{ head, tail *waitNode[V] }
 
@@ -233,6 +241,26 @@ type wakers struct {
 	more     []waker
 	n        int
 	rechecks []*loop // loops of parked tasks that must look again for a deadlock
+
+	// Who owes the wakes, for a channel's claims (claimFirst): the
+	// caller's loop, nil for a plain goroutine, once known (fromKnown;
+	// else looked up at the first claim of a task). A goroutine's claim
+	// of a parked task holds the wake in flight until it is posted
+	// (runState.claimWake), or finds the task's Run deciding whether it
+	// is deadlocked (busy: unlock, awaitDecision, start over).
+	from      *loop
+	fromKnown bool
+	held      bool // some wakes are held: release them after posting
+	busy      *runState
+}
+
+// caller returns ws's caller loop, nil for a plain goroutine, looking it
+// up if it was not given.
+func (ws *wakers) caller() *loop {
+	if !ws.fromKnown {
+		ws.from, ws.fromKnown = callerLoop(), true
+	}
+	return ws.from
 }
 
 func (ws *wakers) add(k waker) {
@@ -262,6 +290,14 @@ func (ws *wakers) wake(from *loop) {
 		ws.one.wake(from)
 		for _, k := range ws.more {
 			k.wake(from)
+		}
+		if ws.held {
+			// Posted: the Runs may look for deadlocks again (claimWake).
+			ws.held = false
+			ws.one.release()
+			for _, k := range ws.more {
+				k.release()
+			}
 		}
 	}
 	for _, l := range ws.rechecks {

@@ -167,9 +167,10 @@ const (
 	spawnGoIn
 	spawnGoDaemon
 	spawnStart
+	spawnForGoroutine
 )
 
-var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start"}
+var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start", "a goroutine's call"}
 
 func (o spawnOp) String() string { return spawnOpNames[o] }
 

@@ -97,8 +97,10 @@
 // or a panic after the header went out) is cut: the server logs why and
 // closes the connection at once, so the client sees the body end early
 // rather than waiting. A request head still incomplete at
-// ReadHeaderTimeout is answered 400 and the connection closed, as net/http
-// does; a connection that sent nothing is closed without an answer.
+// ReadHeaderTimeout is answered 408 Request Timeout and the connection
+// closed (net/http answers 400 or nothing, depending on whether its
+// deadline falls inside a line); a connection that sent nothing is closed
+// without an answer, as by net/http.
 //
 // # Cost
 //

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -165,9 +166,9 @@ var (
 // returns it as a string. It checks that every LF follows a CR and that
 // the head (with the empty lines before it) stays within MaxHeaderBytes
 // plus 4096 bytes (net/http's allowance for the request line); on an I/O
-// error (the client stopped or was too slow) it returns a headError whose
-// code is 0 for nothing to answer, or 400 when part of a request had
-// arrived.
+// error it returns a headError whose code is 0 when nobody is left to
+// read an answer (a close or reset), 408 past the header's deadline, and
+// 400 when the client ended its stream halfway through a head.
 func (c *conn) readHead() (string, *headError) {
 	in := &c.st.in
 	limit := c.sv.s.maxHeaderBytes() + 4096
@@ -231,10 +232,15 @@ func (c *conn) readHead() (string, *headError) {
 			}
 		}
 		if err := c.fill(); err != nil {
-			// Part of a request has arrived (the idle wait read some):
-			// answer 400, as net/http does, unless the client is gone.
-			if isClosedOrReset(err) {
+			// Part of a request has arrived (the idle wait read some).
+			// Past the header's deadline: 408 (RFC 9110 section
+			// 15.5.9); the client ended it halfway: 400; nobody is
+			// left to read an answer: none.
+			switch {
+			case isClosedOrReset(err):
 				return "", &headError{reason: "reading the request head: " + err.Error()}
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return "", &headError{code: http.StatusRequestTimeout, reason: "request head incomplete at the deadline: " + err.Error()}
 			}
 			return "", &headError{code: http.StatusBadRequest, reason: "request head incomplete: " + err.Error()}
 		}

@@ -52,10 +52,12 @@ type Server struct {
 
 	// ReadHeaderTimeout bounds the time from the first byte of a request
 	// (for the first request: from the accept) to the end of its header. A
-	// client slower than that gets 400 Bad Request and the connection is
-	// closed, as net/http does; if no byte of the request has arrived (the
-	// first request), the connection is closed without an answer. Zero:
-	// ReadTimeout applies; both zero, no limit.
+	// client slower than that gets 408 Request Timeout (RFC 9110 section
+	// 15.5.9) and the connection is closed; if no byte of the request has
+	// arrived (the first request), the connection is closed without an
+	// answer, as net/http does. (net/http answers 400 when its deadline
+	// falls inside a line of the head and nothing when it falls between
+	// two lines.) Zero: ReadTimeout applies; both zero, no limit.
 	ReadHeaderTimeout time.Duration
 
 	// ReadTimeout bounds the reading of a whole request, body included.

@@ -443,6 +443,11 @@ func (px *blockingProxy) SetReadDeadline(d time.Time) error { return px.deadline
 // http.ResponseController.
 func (px *blockingProxy) SetWriteDeadline(d time.Time) error { return px.deadline(opWriteDL, d) }
 
+// EnableFullDuplex does nothing and returns nil, for
+// http.ResponseController: the body may always be read after the response
+// has begun.
+func (px *blockingProxy) EnableFullDuplex() error { return nil }
+
 func (px *blockingProxy) deadline(kind blockingOpKind, d time.Time) error {
 	px.mu.Lock()
 	defer px.mu.Unlock()

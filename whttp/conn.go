@@ -31,7 +31,7 @@ const closeLinger = 500 * time.Millisecond
 
 // landSize is the size of a connection's landing buffer (conn.land): what
 // keeps a conn within the 640-byte size class (conn_internal_test.go).
-const landSize = 472
+const landSize = 424
 
 // conn is one connection being served. Its task owns it; what Serve's
 // task touches while draining (stopIt, idle, and cut, cur and group
@@ -52,10 +52,14 @@ type conn struct {
 	stopIt atomic.Bool // close after this response (the server stops, or an error)
 	state  uint8       // an http.ConnState
 
+	// ctx is the context of the connection's requests (ConnContext's),
+	// nil for sv.base; set by the task before its first request.
+	ctx context.Context
+
 	mu     sync.Mutex
 	active bool            // mu (written by the task): request gen is in flight
-	cut    bool            // mu: the drain timeout cut it off (errDrainTimeout)
 	gen    uint64          // mu (written by the task): the requests begun
+	cut    error           // mu: why it was cut off (errDrainTimeout, errServerClose); nil: it was not
 	cur    *reqHandle      // mu: its handle
 	group  *weft.TaskGroup // mu: the connection's requests run in it
 
@@ -94,13 +98,14 @@ func (c *conn) stop() {
 	}
 }
 
-// cutOff ends c now: its request context (with the cause
-// errDrainTimeout) and its handler's task are cancelled, and its I/O
-// fails.
-func (c *conn) cutOff() {
-	cause := errDrainTimeout
+// cutOff ends c now: its request context (with the cause given) and its
+// handler's task are cancelled, and its I/O fails. Any goroutine may call
+// it.
+func (c *conn) cutOff(cause error) {
 	c.mu.Lock()
-	c.cut = true
+	if c.cut == nil {
+		c.cut = cause
+	}
 	group := c.group
 	var cancel context.CancelCauseFunc
 	if h := c.cur; h != nil {
@@ -120,7 +125,16 @@ func (c *conn) cutOff() {
 func (c *conn) isCut() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cut
+	return c.cut != nil
+}
+
+// base returns the context of c's requests: ConnContext's, or the
+// serving's.
+func (c *conn) base() context.Context {
+	if c.ctx != nil {
+		return c.ctx
+	}
+	return c.sv.base
 }
 
 func (c *conn) setState(s http.ConnState) {
@@ -146,6 +160,13 @@ func (c *conn) serve(t *weft.Task) error {
 	}()
 	c.t = t
 	c.nc = c.wc.NetConn(t)
+	if cc := sv.s.ConnContext; cc != nil {
+		ctx := cc(sv.base, c.nc)
+		if ctx == nil {
+			panic("whttp: Server.ConnContext returned nil")
+		}
+		c.ctx = ctx
+	}
 	c.setState(http.StateNew)
 	if c.stopIt.Load() {
 		return nil

@@ -107,10 +107,16 @@ func (h *reqHandle) SetWriteDeadline(d time.Time) error {
 	return h.c.wc.SetWriteDeadline(d)
 }
 
+// EnableFullDuplex lets the handler read the request body after it has
+// begun to write the response, for http.ResponseController: whttp always
+// allows it, so it does nothing and returns nil.
+func (h *reqHandle) EnableFullDuplex() error { return nil }
+
 // The context.Context methods: from any goroutine.
 
-// Deadline returns the deadline of Serve's context: none.
-func (h *reqHandle) Deadline() (time.Time, bool) { return h.c.sv.base.Deadline() }
+// Deadline returns the deadline of the connection's base context
+// (BaseContext's, ConnContext's): none by default.
+func (h *reqHandle) Deadline() (time.Time, bool) { return h.c.base().Deadline() }
 
 // closedDone is the Done channel of a request's context asked for the
 // first time after the request ended.
@@ -126,35 +132,42 @@ func (h *reqHandle) Done() <-chan struct{} {
 		if c.gen != h.gen || !c.active {
 			return closedDone
 		}
-		h.real, h.cancel = context.WithCancelCause(c.sv.base)
-		if c.cut {
-			h.cancel(errDrainTimeout)
+		h.real, h.cancel = context.WithCancelCause(c.base())
+		if c.cut != nil {
+			h.cancel(c.cut)
 		}
 	}
 	return h.real.Done()
 }
 
-// Err returns nil while the request runs, then context.Canceled.
+// Err returns nil while the request runs, then context.Canceled (or the
+// base context's error, if that ended first).
 func (h *reqHandle) Err() error {
 	c := h.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case h.real != nil:
+		c.mu.Unlock()
 		return h.real.Err()
-	case c.gen != h.gen || !c.active || c.cut:
+	case c.gen != h.gen || !c.active || c.cut != nil:
+		c.mu.Unlock()
 		return context.Canceled
 	}
-	return nil
+	c.mu.Unlock()
+	return c.base().Err()
 }
 
-// Value returns the connection's task for TaskOf, the local address for
-// http.LocalAddrContextKey, and otherwise what Serve's context holds.
+// Value returns the connection's task for TaskOf, the server for
+// http.ServerContextKey (a *whttp.Server, not an *http.Server), the local
+// address for http.LocalAddrContextKey, and otherwise what the base
+// context (BaseContext's, ConnContext's, Serve's task's) holds.
 func (h *reqHandle) Value(key any) any {
 	c := h.c
 	switch key {
 	case taskKey{}:
 		return c.t
+	case http.ServerContextKey:
+		return c.sv.s
 	case http.LocalAddrContextKey:
 		return c.wc.LocalAddr()
 	}
@@ -164,7 +177,7 @@ func (h *reqHandle) Value(key any) any {
 	if real != nil {
 		return real.Value(key) // context.Cause finds the real context's cause here
 	}
-	return c.sv.base.Value(key)
+	return c.base().Value(key)
 }
 
 // endRequest marks the request in flight ended: its handle stops writing,

@@ -241,3 +241,42 @@ func TestResponsesAsNetHTTPGivesThem(t *testing.T) {
 		}
 	}
 }
+
+// A handler may read the body after it has begun to answer (full duplex):
+// EnableFullDuplex says yes, under Adapt and under Blocking, and the
+// client gets the first part of the answer before it sends the rest of
+// its body.
+func TestFullDuplexReadsTheBodyAfterWriting(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if err := rc.EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		io.WriteString(w, "ready;")
+		rc.Flush()
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(w, "got %s", b)
+	})
+	for _, hh := range []whttp.Handler{whttp.Adapt(h), whttp.Blocking(h)} {
+		ts := startServer(t, &whttp.Server{Handler: hh})
+		rc := dialRaw(t, ts.addr)
+		rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello")
+		resp, err := http.ReadResponse(rc.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make([]byte, len("ready;"))
+		if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "ready;" {
+			t.Fatalf("first part %q, %v", first, err)
+		}
+		rc.send("world")
+		rest, err := io.ReadAll(resp.Body)
+		if err != nil || string(rest) != "got helloworld" {
+			t.Fatalf("rest %q, %v", rest, err)
+		}
+	}
+}

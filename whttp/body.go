@@ -91,6 +91,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		b.sawEOF = true
+		c.startWatch(c.t) // the request is read whole: watch for the client going
 	} else if err != nil {
 		b.err = err
 	}

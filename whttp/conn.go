@@ -31,7 +31,7 @@ const closeLinger = 500 * time.Millisecond
 
 // landSize is the size of a connection's landing buffer (conn.land): what
 // keeps a conn within the 640-byte size class (conn_internal_test.go).
-const landSize = 424
+const landSize = 432
 
 // conn is one connection being served. Its task owns it; what Serve's
 // task touches while draining (stopIt, idle, and cut, cur and group
@@ -51,17 +51,24 @@ type conn struct {
 	idle   atomic.Bool // waiting for a request: the stop closes it
 	stopIt atomic.Bool // close after this response (the server stops, or an error)
 	state  uint8       // an http.ConnState
+	handling bool // mu (written by the task): the handler of the request in flight runs
+	watching bool // mu: the watch reads (watch.go)
+	active   bool // mu (written by the task): request gen is in flight
+	cut      bool // mu: cut off (the drain timeout, Close): its I/O fails
 
 	// ctx is the context of the connection's requests (ConnContext's),
 	// nil for sv.base; set by the task before its first request.
 	ctx context.Context
 
-	mu     sync.Mutex
-	active bool            // mu (written by the task): request gen is in flight
-	gen    uint64          // mu (written by the task): the requests begun
-	cut    error           // mu: why it was cut off (errDrainTimeout, errServerClose); nil: it was not
-	cur    *reqHandle      // mu: its handle
-	group  *weft.TaskGroup // mu: the connection's requests run in it
+	mu    sync.Mutex
+	gen   uint64          // mu (written by the task): the requests begun
+	cause error           // mu: why the request's context ended early (cut off, the client gone); nil: it did not
+	cur   *reqHandle      // mu: its handle
+	group *weft.TaskGroup // mu: the connection's requests run in it
+
+	// watch is the task that watches the connection while the handler
+	// runs (watch.go); nil when none.
+	watch *weft.Promise[int]
 
 	// land receives the first bytes of a request while the connection is
 	// idle and holds no reqState: a small request arrives whole in it, in
@@ -103,12 +110,17 @@ func (c *conn) stop() {
 // it.
 func (c *conn) cutOff(cause error) {
 	c.mu.Lock()
-	if c.cut == nil {
-		c.cut = cause
+	c.cut = true
+	if c.cause == nil {
+		c.cause = cause
 	}
 	group := c.group
 	var cancel context.CancelCauseFunc
 	if h := c.cur; h != nil {
+		if h.real == nil {
+			// Made now, so that context.Cause finds the cause.
+			h.real, h.cancel = context.WithCancelCause(c.base())
+		}
 		cancel = h.cancel
 	}
 	c.mu.Unlock()
@@ -125,7 +137,7 @@ func (c *conn) cutOff(cause error) {
 func (c *conn) isCut() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cut != nil
+	return c.cut
 }
 
 // base returns the context of c's requests: ConnContext's, or the

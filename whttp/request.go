@@ -305,7 +305,12 @@ func (c *conn) respond(t *weft.Task, req *http.Request, body *reqBody, expect st
 			body.expect = true
 		}
 	}
-	if !c.runHandler(t, hd, w, req) {
+	if body == nil {
+		c.startWatch(t) // else when the handler has read the body (body.go)
+	}
+	ok := c.runHandler(t, hd, w, req)
+	c.stopWatch(t)
+	if !ok {
 		return false
 	}
 	if !w.finish() {
@@ -329,6 +334,7 @@ func (c *conn) runHandler(t *weft.Task, hd *reqHandle, w *response, req *http.Re
 			c.sv.log.Error("whttp: panic serving request", "remote", c.remote,
 				"method", req.Method, "uri", req.RequestURI, "panic", r, "stack", string(debug.Stack()))
 		}
+		c.stopWatch(t) // before the connection's buffers go
 		w.done = true
 		c.stopIt.Store(true)
 		if !w.committed && !c.isCut() {

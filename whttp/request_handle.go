@@ -16,6 +16,7 @@ package whttp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,6 +29,7 @@ type reqHandle struct {
 	// c.mu: the request's context, made by the first Done.
 	real   context.Context
 	cancel context.CancelCauseFunc
+	notify chan bool // c.mu: CloseNotify's channel, made by its first call
 }
 
 // live returns the response of h's request, or nil once it has ended. Only
@@ -107,6 +109,22 @@ func (h *reqHandle) SetWriteDeadline(d time.Time) error {
 	return h.c.wc.SetWriteDeadline(d)
 }
 
+// CloseNotify returns a channel that receives true if the client goes
+// away while the handler runs (http.CloseNotifier, which net/http
+// deprecates in favour of r.Context(): the same news, with a cause).
+func (h *reqHandle) CloseNotify() <-chan bool {
+	c := h.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.notify == nil {
+		h.notify = make(chan bool, 1)
+		if c.gen == h.gen && c.active && c.cause != nil && errors.Is(c.cause, ErrClientGone) {
+			h.notify <- true
+		}
+	}
+	return h.notify
+}
+
 // EnableFullDuplex lets the handler read the request body after it has
 // begun to write the response, for http.ResponseController: whttp always
 // allows it, so it does nothing and returns nil.
@@ -133,8 +151,8 @@ func (h *reqHandle) Done() <-chan struct{} {
 			return closedDone
 		}
 		h.real, h.cancel = context.WithCancelCause(c.base())
-		if c.cut != nil {
-			h.cancel(c.cut)
+		if c.cause != nil {
+			h.cancel(c.cause)
 		}
 	}
 	return h.real.Done()
@@ -149,7 +167,7 @@ func (h *reqHandle) Err() error {
 	case h.real != nil:
 		c.mu.Unlock()
 		return h.real.Err()
-	case c.gen != h.gen || !c.active || c.cut != nil:
+	case c.gen != h.gen || !c.active || c.cause != nil:
 		c.mu.Unlock()
 		return context.Canceled
 	}
@@ -185,6 +203,7 @@ func (h *reqHandle) Value(key any) any {
 func (c *conn) endRequest() {
 	c.mu.Lock()
 	c.active = false
+	c.handling = false
 	h := c.cur
 	c.cur = nil
 	var cancel context.CancelCauseFunc
@@ -203,6 +222,7 @@ func (c *conn) beginRequest() *reqHandle {
 	c.mu.Lock()
 	c.gen = h.gen
 	c.active = true
+	c.handling = true // until stopWatch
 	c.cur = h
 	c.mu.Unlock()
 	return h

@@ -48,13 +48,13 @@ type conn struct {
 	// idle and stopIt follow a Dekker order: the connection sets idle,
 	// then reads stopIt before it waits; the stop sets stopIt, then reads
 	// idle and closes an idle connection. One of them sees the other.
-	idle   atomic.Bool // waiting for a request: the stop closes it
-	stopIt atomic.Bool // close after this response (the server stops, or an error)
-	state  uint8       // an http.ConnState
-	handling bool // mu (written by the task): the handler of the request in flight runs
-	watching bool // mu: the watch reads (watch.go)
-	active   bool // mu (written by the task): request gen is in flight
-	cut      bool // mu: cut off (the drain timeout, Close): its I/O fails
+	idle     atomic.Bool // waiting for a request: the stop closes it
+	stopIt   atomic.Bool // close after this response (the server stops, or an error)
+	state    uint8       // an http.ConnState
+	handling bool        // mu (written by the task): the handler of the request in flight runs
+	watching bool        // mu: the watch reads (watch.go)
+	active   bool        // mu (written by the task): request gen is in flight
+	cut      bool        // mu: cut off (the drain timeout, Close): its I/O fails
 
 	// ctx is the context of the connection's requests (ConnContext's),
 	// nil for sv.base; set by the task before its first request.

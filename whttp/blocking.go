@@ -516,3 +516,38 @@ func (b proxyBody) Close() error {
 	b.px.mu.Unlock()
 	return nil
 }
+
+// BlockingCall runs f through weft.Blocking in the task serving r
+// (TaskOf(r)), with a context that carries r.Context()'s values and
+// deadline and is done when r.Context() is (a deadline that middleware
+// set, such as chi's Timeout or http.TimeoutHandler's, the client gone,
+// the end of the request) or when the task is cancelled, whichever comes
+// first (context.Cause says which). Use it rather than weft.Blocking in a
+// handler, so that the request's deadline reaches the blocking call (a
+// database query) as it would under net/http; weft.Blocking's own context
+// is the task's, which knows nothing of r.Context().
+//
+// It suspends the task as weft.Blocking does, and returns what f
+// returned; a task already cancelled returns the cause (matching
+// context.Canceled) and f does not run. f runs on a goroutine of its own
+// and must not use the task, w or r.Body. r must be a request a Server
+// handed to a handler running on a task (directly, through Adapt, or a
+// copy made with WithContext or Clone); otherwise, and in a handler run
+// by Blocking (whose code already runs on a goroutine of its own: call
+// the blocking code directly, with r.Context()), BlockingCall panics.
+func BlockingCall[T any](r *http.Request, f func(ctx context.Context) (T, error)) (T, error) {
+	t := TaskOf(r)
+	if t == nil {
+		panic("whttp: BlockingCall: r is not served on a task (TaskOf(r) is nil); in a handler run by Blocking, call the blocking code directly")
+	}
+	rctx := r.Context()
+	return weft.Blocking(t, func(tctx context.Context) (T, error) {
+		ctx, cancel := context.WithCancelCause(rctx)
+		stop := context.AfterFunc(tctx, func() { cancel(context.Cause(tctx)) })
+		defer func() {
+			stop()
+			cancel(context.Canceled)
+		}()
+		return f(ctx)
+	})
+}

@@ -80,18 +80,19 @@ var errCutOff = errors.New("whttp: the response was cut off (the connection's ta
 // on w and r.Body until it returns. It suspends t throughout.
 func (b blockingHandler) ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 	px := newBlockingProxy(w, r)
+	px.h, px.req = b.h, r
+	// The closures below reach r only through px, which forgets it when
+	// the handler has returned: a finished task's or goroutine's last
+	// closure may stay reachable for a while (a pooled coroutine or
+	// goroutine), and must not keep the request, which the server reuses
+	// (and, under -race, checks is unreachable).
 	var panicked any
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
-		g.Go(func(ct *weft.Task) error {
-			_, err := weft.Blocking(ct, func(ctx context.Context) (struct{}, error) {
-				px.run(ctx, b.h, r)
-				return struct{}{}, nil
-			})
-			return err
-		})
+		g.Go(px.runTask)
 		panicked = px.serve(t)
 		return nil
 	})
+	px.h, px.req = nil, nil
 	if panicked != nil {
 		panic(panicked)
 	}
@@ -105,6 +106,10 @@ type blockingProxy struct {
 	// The connection's task's, used by serve only.
 	w    http.ResponseWriter
 	body io.ReadCloser // nil: no body
+
+	// The handler and its request, until it has returned.
+	h   http.Handler
+	req *http.Request
 
 	ops   *weft.Chan[*blockingOp]
 	reply chan struct{} // capacity 1: the task has carried out the op handed over
@@ -166,6 +171,17 @@ func newBlockingProxy(w http.ResponseWriter, r *http.Request) *blockingProxy {
 		px.body = r.Body
 	}
 	return px
+}
+
+// runTask is the task that runs the handler through weft.Blocking.
+func (px *blockingProxy) runTask(t *weft.Task) error {
+	_, err := weft.Blocking(t, px.runBlocking)
+	return err
+}
+
+func (px *blockingProxy) runBlocking(ctx context.Context) (struct{}, error) {
+	px.run(ctx, px.h, px.req)
+	return struct{}{}, nil
 }
 
 // run calls h on the handler's goroutine, then tells the task it ended.

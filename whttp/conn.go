@@ -80,8 +80,6 @@ type conn struct {
 	// rdl, wdl are the read and write deadlines last set (deadlineKey), to
 	// skip setting them again.
 	rdl, wdl int64
-	// retained: requests to check (see reuse.go); nil without the check.
-	retained *[]retained
 }
 
 func (sv *serving) newConn(wc *weft.Conn) *conn {
@@ -217,7 +215,6 @@ func (c *conn) finalize(t *weft.Task) {
 		}
 	}()
 	c.close(t)
-	c.checkRetained(true)
 }
 
 // run serves requests until the connection should end.
@@ -235,7 +232,6 @@ func (c *conn) run(t *weft.Task) {
 			return
 		}
 		ok := c.serveRequest(t)
-		c.checkRetained(false)
 		if !ok || c.stopIt.Load() || s.DisableKeepAlives {
 			return
 		}

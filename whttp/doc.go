@@ -130,10 +130,15 @@
 //   - header fields are written in the map's order, without sorting.
 //
 // With the race detector on (go test -race) or the weft_debug build tag,
-// nothing is reused, and the server checks that each request it handed a
-// handler became unreachable once the handler returned: one that did not
-// is logged at Error level, and Serve panics with that report when it
-// returns, so the test that runs such a handler fails.
+// nothing is reused, and the server writes over the request, its URL and
+// header, and the response header, as soon as the handler has returned:
+// a goroutine that still uses them, unsynchronized with the handler's
+// return, makes a data race that the race detector reports, so the test
+// that runs such a handler fails; a task that uses them later finds them
+// empty. Only uses are reported: a request that something merely still
+// references (a context.WithTimeout made on r.Context() keeps its parent
+// while the runtime keeps its stopped timer; chi's Logger and Timeout
+// middleware do exactly this) is no error.
 //
 // # Scope
 //

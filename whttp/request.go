@@ -294,7 +294,7 @@ func (c *conn) respond(t *weft.Task, req *http.Request, body *reqBody, expect st
 		if body != nil {
 			body.trailer = nil // the request is over: no reference to it
 		}
-		c.noteReturned(req)
+		retire(req, w.header)
 	}()
 	if expect != "" {
 		if !strings.EqualFold(expect, "100-continue") {

@@ -139,7 +139,6 @@ type serving struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}         // mu: the connections not yet ended
 	idle  func(struct{}, error) bool // mu: settles the drain's wait when conns empties
-	kept  string                     // mu: the first handler found keeping its request (reuse.go)
 }
 
 // How a Serve was stopped from outside (serving.stopped).
@@ -185,10 +184,6 @@ func (sv *serving) snapshot() []*conn {
 // handler's task is cancelled (its suspension points return an error
 // matching context.Canceled), its request context is cancelled and its
 // connection closed.
-//
-// With the retention check on (the race detector or the weft_debug build
-// tag; see the package doc, Cost), Serve panics when it returns if a
-// handler kept its request past its return.
 func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	if ln == nil {
 		panic("whttp: Serve called with a nil listener")
@@ -258,12 +253,6 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 		}
 		return t.Protect(sv.drain)
 	})
-	sv.mu.Lock()
-	kept := sv.kept
-	sv.mu.Unlock()
-	if kept != "" {
-		panic(kept)
-	}
 	if sv.stopped.Load() != 0 {
 		return http.ErrServerClosed
 	}

@@ -17,10 +17,12 @@ package whttp
 // into one hand-over, as the connection's own buffered writer would.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -458,6 +460,12 @@ func (px *blockingProxy) SetReadDeadline(d time.Time) error { return px.deadline
 // SetWriteDeadline sets the connection's write deadline, for
 // http.ResponseController.
 func (px *blockingProxy) SetWriteDeadline(d time.Time) error { return px.deadline(opWriteDL, d) }
+
+// Hijack returns an error wrapping http.ErrNotSupported: a handler run by
+// Blocking cannot take its connection over yet (see errHijackBlocking).
+func (px *blockingProxy) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errHijackBlocking
+}
 
 // EnableFullDuplex does nothing and returns nil, for
 // http.ResponseController: the body may always be read after the response

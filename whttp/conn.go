@@ -53,6 +53,7 @@ type conn struct {
 	state    uint8       // an http.ConnState
 	handling bool        // mu (written by the task): the handler of the request in flight runs
 	watching bool        // mu: the watch reads (watch.go)
+	hijacked bool        // mu (written by the task): a handler took the connection over (hijack.go)
 	active   bool        // mu (written by the task): request gen is in flight
 	cut      bool        // mu: cut off (the drain timeout, Close): its I/O fails
 
@@ -199,6 +200,7 @@ func (c *conn) finalize(t *weft.Task) {
 	defer func() {
 		sv.mu.Lock()
 		delete(sv.conns, c)
+		delete(sv.hijacked, c)
 		var idle func(struct{}, error) bool
 		if len(sv.conns) == 0 {
 			idle = sv.idle
@@ -359,6 +361,10 @@ func (c *conn) close(t *weft.Task) {
 	if c.state == uint8(http.StateClosed) {
 		return // closed at once already (abortClose)
 	}
+	if c.hijacked {
+		c.abortClose() // the connection is the hijacker's: the state only
+		return
+	}
 	if !c.isCut() && !(c.stopIt.Load() && c.state == uint8(http.StateIdle)) && c.nc != nil {
 		if c.st != nil {
 			c.st.bw.Flush()
@@ -383,6 +389,13 @@ func (c *conn) close(t *weft.Task) {
 // abortClose closes the connection at once, sending what is written, and
 // gives its state back.
 func (c *conn) abortClose() {
+	if c.hijacked {
+		if st := c.st; st != nil {
+			c.st = nil
+			putState(st)
+		}
+		return
+	}
 	if st := c.st; st != nil {
 		c.st = nil
 		if c.nc != nil && !c.isCut() {

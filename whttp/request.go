@@ -310,7 +310,7 @@ func (c *conn) respond(t *weft.Task, req *http.Request, body *reqBody, expect st
 	}
 	ok := c.runHandler(t, hd, w, req)
 	c.stopWatch(t)
-	if !ok {
+	if !ok || c.hijacked {
 		return false
 	}
 	if !w.finish() {
@@ -337,6 +337,10 @@ func (c *conn) runHandler(t *weft.Task, hd *reqHandle, w *response, req *http.Re
 		c.stopWatch(t) // before the connection's buffers go
 		w.done = true
 		c.stopIt.Store(true)
+		if c.hijacked {
+			ok = false // the connection is the hijacker's: nothing more on it
+			return
+		}
 		if !w.committed && !c.isCut() {
 			c.writeError(http.StatusInternalServerError, "")
 		} else if w.committed {

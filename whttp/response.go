@@ -64,6 +64,7 @@ type response struct {
 	written       int64  // body bytes the handler wrote
 	contentLength int64  // declared by the handler; -1 if none
 	mode          bodyMode
+	hijacked      bool     // the handler took the connection over (hijack.go)
 	closeAfter    bool     // the connection ends after this response
 	trailers      []string // declared trailer names
 }
@@ -142,6 +143,9 @@ func (w *response) writeInformational(code int) {
 
 // admit checks that n more body bytes may be written, and counts them.
 func (w *response) admit(n int) error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
 	if w.done {
 		return errWriteAfterHandler
 	}
@@ -243,6 +247,9 @@ func (w *response) writeOut(p []byte) (int, error) {
 // (http.Flusher's Flush, returning the write error if any, for
 // http.ResponseController).
 func (w *response) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
 	if w.done {
 		return errWriteAfterHandler
 	}
@@ -374,12 +381,16 @@ func (w *response) commit(final bool) error {
 	if w.mode == modeChunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
-	if w.closeAfter {
+	switch {
+	case w.status == http.StatusSwitchingProtocols:
+		// The handler's Connection: Upgrade stands; the connection
+		// is about to be hijacked.
+	case w.closeAfter:
 		// HTTP/1.0 closes by default: net/http says nothing there.
 		if is11 && !connClose {
 			bw.WriteString("Connection: close\r\n")
 		}
-	} else if !is11 {
+	case !is11:
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	_, err := bw.WriteString("\r\n")

@@ -137,8 +137,11 @@ type serving struct {
 	done    chan struct{} // closed when Serve returns
 
 	mu    sync.Mutex
-	conns map[*conn]struct{}         // mu: the connections not yet ended
-	idle  func(struct{}, error) bool // mu: settles the drain's wait when conns empties
+	conns map[*conn]struct{} // mu: the connections not yet ended, but hijacked ones
+	// hijacked: connections a handler took over whose task has not ended
+	// (hijack.go).
+	hijacked map[*conn]struct{}         // mu
+	idle     func(struct{}, error) bool // mu: settles the drain's wait when conns empties
 }
 
 // How a Serve was stopped from outside (serving.stopped).
@@ -251,7 +254,9 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 			}
 			sv.start(g, wc)
 		}
-		return t.Protect(sv.drain)
+		err := t.Protect(sv.drain)
+		sv.endHijacked()
+		return err
 	})
 	if sv.stopped.Load() != 0 {
 		return http.ErrServerClosed

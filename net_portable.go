@@ -187,6 +187,26 @@ func (pc *portableConn) write(t *Task, b []byte) (int, error) {
 	return n, err
 }
 
+// sendFile copies from f through the net package's own io.ReaderFrom
+// (sendfile or splice where it has them), on a helper goroutine.
+func (pc *portableConn) sendFile(t *Task, f *os.File, n int64) (int64, bool, error) {
+	rf, ok := pc.c.(io.ReaderFrom)
+	if !ok {
+		return 0, false, nil
+	}
+	var src io.Reader = f
+	if n >= 0 {
+		src = io.LimitReader(f, n)
+	}
+	var written int64
+	var err error
+	werr := t.deadlineCall(func() { written, err = rf.ReadFrom(src) }, pc.c.SetWriteDeadline)
+	if werr != nil {
+		return written, true, opError("sendfile", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+	}
+	return written, true, err
+}
+
 func (pc *portableConn) closeWrite() error {
 	if cw, ok := pc.c.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()

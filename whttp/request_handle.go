@@ -17,6 +17,7 @@ package whttp
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -63,6 +64,16 @@ func (h *reqHandle) Write(p []byte) (int, error) {
 func (h *reqHandle) WriteString(s string) (int, error) {
 	if w := h.live(); w != nil {
 		return w.WriteString(s)
+	}
+	return 0, errWriteAfterHandler
+}
+
+// ReadFrom copies src to the body, with sendfile(2) from a file where it
+// can (see response.ReadFrom): io.ReaderFrom, for io.Copy and
+// http.ServeContent.
+func (h *reqHandle) ReadFrom(src io.Reader) (int64, error) {
+	if w := h.live(); w != nil {
+		return w.ReadFrom(src)
 	}
 	return 0, errWriteAfterHandler
 }

@@ -25,7 +25,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -584,3 +586,72 @@ func writeDate(bw *bufio.Writer) {
 
 // trimOWS trims optional whitespace (SP, HTAB) from both ends.
 func trimOWS(s string) string { return strings.Trim(s, " \t") }
+
+// sniffLen is how many body bytes Content-Type sniffing looks at.
+const sniffLen = 512
+
+// ReadFrom copies src to the response body (io.ReaderFrom, which io.Copy
+// and http.ServeContent use). From a regular file (an *os.File, or an
+// io.LimitedReader of one) on a plain TCP connection, once the header is
+// out, the body goes to the socket with sendfile(2) (through the
+// connection's own io.ReaderFrom), not through the output buffer: the
+// first 512 bytes go through Write first, for Content-Type sniffing, as
+// net/http does. A chunked response, a HEAD, TLS, or any other reader:
+// through Write.
+func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
+	rf, ok := w.c.nc.(io.ReaderFrom)
+	if !ok || w.c.tls != nil || !isFile(src) || w.hijacked || w.done {
+		return io.Copy(writerOnly{w}, src)
+	}
+	if !w.committed {
+		n0, err := io.Copy(writerOnly{w}, io.LimitReader(src, sniffLen))
+		n += n0
+		if err != nil || n0 < sniffLen {
+			return n, err
+		}
+		if !w.committed {
+			if err := w.commit(false); err != nil {
+				return n, err
+			}
+		}
+	}
+	if w.mode != modeFixed || w.req.Method == http.MethodHead {
+		n0, err := io.Copy(writerOnly{w}, src)
+		return n + n0, err
+	}
+	// The declared length bounds what is sent, as Write's checks do.
+	left := w.contentLength - w.written
+	if left <= 0 {
+		n0, err := io.Copy(writerOnly{w}, src) // nothing more fits: Write says so
+		return n + n0, err
+	}
+	if err := w.c.st.bw.Flush(); err != nil {
+		w.closeAfter = true
+		return n, err
+	}
+	n0, err := rf.ReadFrom(&io.LimitedReader{R: src, N: left})
+	n += n0
+	w.written += n0
+	if err != nil {
+		w.closeAfter = true
+	}
+	return n, err
+}
+
+// isFile reports whether r is a file, or io.LimitedReaders of one: what a
+// connection's ReadFrom sends with sendfile.
+func isFile(r io.Reader) bool {
+	for {
+		switch x := r.(type) {
+		case *os.File:
+			return true
+		case *io.LimitedReader:
+			r = x.R
+		default:
+			return false
+		}
+	}
+}
+
+// writerOnly hides a writer's ReadFrom from io.Copy.
+type writerOnly struct{ io.Writer }

@@ -6,8 +6,8 @@ import (
 	"github.com/weft-go/weft/internal/benchmarks"
 )
 
-// Each weft benchmark sits beside its Go-native twin; `weft bench` prints
-// them side by side with the ratios.
+// Each weft benchmark sits beside its Go-native twin; the bench module's
+// `go run . core` prints them side by side with the ratios.
 
 func BenchmarkSpawnAwait(b *testing.B)         { benchmarks.SpawnAwait(b) }
 func BenchmarkGoroutineSpawnJoin(b *testing.B) { benchmarks.GoroutineSpawnJoin(b) }

@@ -79,7 +79,7 @@
 // there and back (roughly 0.3 µs on a 2-core VM, half of a goroutine spawn
 // and join); coroutines are pooled. A suspended task costs about 3 KB, a
 // little more than a parked goroutine, because each task has its own stack.
-// `go run ./cmd/weft bench` measures both beside their Go-native twins.
+// `cd bench && go run . core` measures both beside their Go-native twins.
 //
 // # Misuse
 //

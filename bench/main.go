@@ -1,208 +1,127 @@
-// Command bench compares echo servers: weft's (internal/echo on one weft
-// loop), a goroutine-per-connection server on the net package, and gnet's,
-// each in a process of its own, under the same closed-loop load of 64-byte
-// messages on loopback.
+// Command bench holds weft's comparison benchmarks: weft beside the Go
+// runtime's own tools (goroutines, channels, sync.Mutex, net, net/http) and
+// beside other Go event loops (gnet, fasthttp), one subcommand each. It is a
+// module of its own, so that weft's users never download the peers it
+// compares with. Run it from this directory:
 //
-//	cd bench && go run .                       # the full table
-//	go run . -duration 1s -reps 1 -conns 1,50  # a quick look
-//	go run . -markdown                         # the table as Markdown
+//	cd bench && go run . core      # the core runtime beside its Go-native twins
+//	go run . echo -duration 1s -reps 1
+//	go run . help                  # every subcommand
 //
-// See README.md for what the numbers mean.
+// Each subcommand takes its own flags (-h lists them); see README.md for
+// what the numbers mean and the figures measured so far.
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"github.com/weft-go/weft/internal/loadgen"
 	"io"
 	"os"
-	"os/signal"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/weft-go/weft/bench/internal/cpubound"
+	"github.com/weft-go/weft/bench/internal/tables"
 )
 
-// options are the command's settings.
-type options struct {
-	duration time.Duration // counted time per measurement
-	warmup   time.Duration // uncounted time before it
-	reps     int           // measurements per server and connection count
-	servers  []string      // which servers, in serverKinds order
-	conns    []int         // connection counts
-	markdown bool          // print the table as Markdown
-	run      childRun      // -pin and -base
-}
-
-// main runs a server child when started in serve mode, and the benchmark
-// otherwise.
+// main runs the subcommand named by the arguments and exits with its
+// status.
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == serveMode {
-		os.Exit(childMain(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "http" {
-		os.Exit(httpMain(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "pinned" {
-		os.Exit(pinnedMain(os.Args[2:]))
-	}
-	opts, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
-	}
-	if err := pinLoad(opts.run.pin); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-	runner = opts.run
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	printHeader(os.Stdout, opts)
-	results, err := runBench(ctx, opts, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-	printTable(os.Stdout, results, opts.markdown)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// parseFlags reads the command line.
-func parseFlags(args []string) (options, error) {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	var o options
-	fs.DurationVar(&o.duration, "duration", 3*time.Second, "counted time of each measurement")
-	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "uncounted warm-up before each measurement")
-	fs.IntVar(&o.reps, "reps", 3, "measurements per server and connection count")
-	servers := fs.String("servers", strings.Join(serverKinds, ","), "servers to run, comma-separated")
-	conns := fs.String("conns", "1,50", "connection counts, comma-separated")
-	fs.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
-	pin := fs.String("pin", "", "SERVERCPU:LOADCPU: run each server child on one CPU and the load on another (taskset)")
-	fs.StringVar(&o.run.base, "base", "", "a build of this command against other weft code: adds each weft server's @base twin")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	if o.duration <= 0 || o.warmup < 0 || o.reps < 1 {
-		return o, fmt.Errorf("need -duration > 0, -warmup >= 0 and -reps >= 1")
+// run runs the subcommand named by args[0] and returns the exit status: 0
+// on success, 1 when it failed, 2 for a usage error. The echo, http,
+// pinned and serve subcommands write to the process's own stdout and
+// stderr (they start children that share them).
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
 	}
 	var err error
-	if o.servers, err = parseServers(*servers); err != nil {
-		return o, err
-	}
-	if o.conns, err = parseConns(*conns); err != nil {
-		return o, err
-	}
-	if o.run.pin, err = parsePin(*pin); err != nil {
-		return o, err
-	}
-	o.servers = withBase(o.servers, o.run.base)
-	return o, nil
-}
-
-// parseServers checks a comma-separated list of server names and returns
-// them in the order of serverKinds, without repeats.
-func parseServers(s string) ([]string, error) {
-	want := map[string]bool{}
-	for name := range strings.SplitSeq(s, ",") {
-		name = strings.TrimSpace(name)
-		if !slices.Contains(serverKinds, name) {
-			return nil, fmt.Errorf("unknown server %q (have %s)", name, strings.Join(serverKinds, ", "))
+	switch args[0] {
+	case "core":
+		err = tables.Core(stdout, args[1:])
+	case "sync":
+		err = tables.Sync(stdout, args[1:])
+	case tables.MemoryCommand:
+		err = tables.Memory(stdout, args[1:])
+	case "echo":
+		return echoMain(args[1:])
+	case "http":
+		return httpMain(args[1:])
+	case "pinned":
+		return pinnedMain(args[1:])
+	case "convoy":
+		err = cpubound.Convoy(stdout, stderr, args[1:])
+	case "sha256":
+		err = cpubound.SHA256(stdout, stderr, args[1:])
+	case serveMode:
+		return childMain(args[1:])
+	case cpubound.ClientMode:
+		err = cpubound.Client(stdout, args[1:])
+	case "help", "-h", "-help", "--help":
+		printUsage(stdout)
+		return 0
+	default:
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "bench: a subcommand comes first (the echo servers' table is `go run . echo %s`)\n\n", strings.Join(args, " "))
+		} else {
+			fmt.Fprintf(stderr, "bench: unknown subcommand %q\n\n", args[0])
 		}
-		want[name] = true
+		printUsage(stderr)
+		return 2
 	}
-	var out []string
-	for _, k := range serverKinds {
-		if want[k] {
-			out = append(out, k)
-		}
-	}
-	return out, nil
-}
-
-// parseConns reads a comma-separated list of connection counts, each
-// between 1 and 10000, and returns them sorted without repeats.
-func parseConns(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 10000 {
-			return nil, fmt.Errorf("bad connection count %q (want 1..10000)", f)
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
-// runBench runs every measurement: for each repetition, for each
-// connection count, each server in a fresh child process, so slow drift in
-// the machine's load touches every server alike. It reports progress on
-// progress and returns one result per server and connection count.
-func runBench(ctx context.Context, o options, progress io.Writer) ([]*caseResult, error) {
-	var results []*caseResult
-	byKey := map[string]*caseResult{}
-	for _, s := range o.servers {
-		for _, n := range o.conns {
-			r := &caseResult{server: s, conns: n, hist: new(loadgen.Histogram)}
-			results = append(results, r)
-			byKey[caseKey(s, n)] = r
-		}
-	}
-	for rep := 1; rep <= o.reps; rep++ {
-		for _, n := range o.conns {
-			for _, s := range o.servers {
-				cfg := loadgen.Config{Conns: n, Warmup: o.warmup, Duration: o.duration}
-				res, cst, err := measure(ctx, s, cfg)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %d conns, repetition %d: %w", s, n, rep, err)
-				}
-				byKey[caseKey(s, n)].add(res, cst)
-				fmt.Fprintf(progress, "rep %d/%d  %-19s conns=%-4d %10.0f req/s  p50 %s  p99 %s  %8.0f req/CPU-s (%2.0f%% sys)  %.2f allocs/req\n",
-					rep, o.reps, s, n, res.Rate(),
-					formatLatency(res.Hist.Quantile(0.50)), formatLatency(res.Hist.Quantile(0.99)),
-					cst.perCPUSecond(), 100*cst.sysShare(), cst.allocsPerRequest())
-			}
-		}
-	}
-	return results, nil
-}
-
-// caseKey names a server and connection count.
-func caseKey(server string, conns int) string {
-	return server + "/" + strconv.Itoa(conns)
-}
-
-// measure starts a server of the given kind, runs the load against it and
-// stops it; it returns what the load saw and what it cost the server
-// (CPU time and allocations over every round trip, warm-up included). The
-// child is gone when measure returns, whatever happened.
-func measure(ctx context.Context, kind string, cfg loadgen.Config) (loadgen.Result, cost, error) {
-	ch, err := startChild(kind)
 	if err != nil {
-		return loadgen.Result{}, cost{}, err
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "bench ") {
+			msg = "bench " + args[0] + ": " + msg
+		}
+		fmt.Fprintln(stderr, msg)
+		return 1
 	}
-	u0, err := ch.usage()
-	if err != nil {
-		ch.kill()
-		return loadgen.Result{}, cost{}, err
-	}
-	res, err := loadgen.Run(ctx, ch.addr, cfg)
-	if err != nil {
-		ch.kill()
-		return res, cost{}, err
-	}
-	u1, err := ch.usage()
-	if err != nil {
-		ch.kill()
-		return res, cost{}, err
-	}
-	if err := ch.stop(); err != nil {
-		return res, cost{}, err
-	}
-	return res, u1.since(u0, res.Verified), nil
+	return 0
+}
+
+// printUsage prints the list of subcommands.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: go run . <subcommand> [flags]   (in bench/; -h after a subcommand lists its flags)
+
+weft's runtime beside Go's:
+  core             spawn, yield, cancel, Checkpoint, Blocking, memory and sleeps
+                   beside their Go-native twins, with ratios and goals
+  sync             channels, Mutex and SendWait beside Go channels and
+                   sync.Mutex, with ratios and goals
+  memory weft|go   bytes per suspended task or blocked goroutine, measured in
+                   this process (core runs it in a fresh one for each)
+
+servers, each in a process of its own under the same load:
+  echo             echo servers: weft, net (goroutine per connection), gnet
+                   (flags: -duration -warmup -reps -servers -conns -markdown
+                   -pin -base)
+  http             HTTP servers under wrk: whttp, net/http, fasthttp, and their
+                   memory per idle connection (flags: -duration -reps -conns
+                   -servers -paths -memconns -wrk -pin -base)
+  pinned           echo servers pinned to one CPU, the load on another: CPU per
+                   request and, with -strace, system calls per request (flags:
+                   -duration -warmup -reps -servers -conns -strace -base
+                   -server-cpu -load-cpu)
+
+CPU-bound work beside the loop:
+  convoy           an echo server beside k CPU-bound workers: weft tasks, weft
+                   Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
+                   -conns -reps -interval -variants -svg FILE -trace FILE
+                   -markdown)
+  sha256           hash messages in tasks on one loop, then in Offload
+                   (flags: -size -n -interval)
+
+started by the subcommands above, not by hand:
+  serve KIND ADDR  a server child of echo, http and pinned
+  convoy-client ADDR CONNS WARMUP DURATION
+                   convoy's load client
+
+  help             this text
+
+Go benchmarks of blocking clients (go-redis, pgx) through weft.Blocking:
+  go test -run '^$' -bench 'Redis|Pgx' .
+`)
 }

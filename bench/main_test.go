@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/cpubound"
+	"github.com/weft-go/weft/bench/internal/loadgen"
 	"go.uber.org/goleak"
 )
 
@@ -200,5 +201,42 @@ func TestPinAndBaseSettings(t *testing.T) {
 	cpu, err := procCPU(os.Getpid())
 	if err != nil || cpu <= 0 {
 		t.Errorf("procCPU(self) = %v, %v", cpu, err)
+	}
+}
+
+// TestSubcommands checks the dispatch of run: the usage lists every
+// subcommand, and no subcommand, an unknown one, flags before one and bad
+// arguments are errors with a message.
+func TestSubcommands(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"help"}, &out, &errOut); code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "pinned", "convoy", "sha256", serveMode, cpubound.ClientMode, "help"} {
+		if !strings.Contains(out.String(), "\n  "+sub+" ") {
+			t.Errorf("the usage lacks %q:\n%s", sub, out.String())
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage: go run . <subcommand>"},
+		{[]string{"nosuch"}, 2, `unknown subcommand "nosuch"`},
+		{[]string{"-duration", "1s"}, 2, "go run . echo -duration 1s"},
+		{[]string{"core", "extra"}, 1, `bench core: unexpected argument "extra"`},
+		{[]string{"sync", "-h"}, 1, `bench sync: unexpected argument "-h"`},
+		{[]string{"memory"}, 1, "bench memory: want weft or go"},
+		{[]string{"memory", "rust"}, 1, `bench memory: want weft or go, not "rust"`},
+		{[]string{"convoy", "-k", "x"}, 1, "bench convoy: -k:"},
+		{[]string{"sha256", "extra"}, 1, `bench sha256: unexpected argument "extra"`},
+		{[]string{cpubound.ClientMode, "x"}, 1, "bench convoy-client: want ADDR CONNS WARMUP DURATION"},
+	} {
+		out.Reset()
+		errOut.Reset()
+		if code := run(c.args, &out, &errOut); code != c.code || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%q: exit %d (want %d), stderr %q (want %q in it)", c.args, code, c.code, errOut.String(), c.want)
+		}
 	}
 }

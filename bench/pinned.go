@@ -32,7 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/loadgen"
 )
 
 // pinnedOptions are the settings of `bench pinned`.

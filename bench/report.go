@@ -4,7 +4,7 @@ package main
 
 import (
 	"fmt"
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/loadgen"
 	"io"
 	"runtime"
 	"slices"

@@ -23,7 +23,9 @@ import (
 	"github.com/weft-go/weft/internal/echo"
 )
 
-// serveMode is the hidden first argument that makes the program a server.
+// serveMode is the subcommand that makes the program a server child: the
+// benchmarks start their own executable with it (see child.go), or a -base
+// build of it.
 const serveMode = "serve"
 
 // listeningPrefix starts the one line a server child prints on stdout.

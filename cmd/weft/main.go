@@ -1,13 +1,13 @@
-// Command weft shows what the weft runtime does and how fast it does it.
+// Command weft shows what the weft runtime does.
 //
 //	weft tour           run the programs that define weft's behaviour
-//	weft bench          core benchmarks beside their Go-native twins
-//	weft bench convoy   an echo server beside CPU-bound work (the GIL's convoy effect)
-//	weft bench sha256   hashing on the loop against hashing in Offload
-//	weft bench sync     channels, Mutex and SendWait beside Go channels and sync.Mutex
 //	weft trace FILE     draw a trace (WithTrace's JSON) as an SVG timeline
+//	weft bench          say where the benchmarks are
 //
-// Run it from a checkout with `go run ./cmd/weft tour`.
+// Run it from a checkout with `go run ./cmd/weft tour`. The benchmarks,
+// which compare weft with goroutines, net, net/http, gnet and fasthttp,
+// are a program of their own in the bench module: `cd bench && go run .
+// help`.
 package main
 
 import (
@@ -32,14 +32,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "tour":
 		err = runTour(stdout, args[1:])
-	case "bench":
-		err = bench(stdout, stderr, args[1:])
 	case "trace":
 		err = traceCmd(stdout, stderr, args[1:])
-	case "measure-memory": // hidden: one measurement in a fresh process, for bench
-		err = measureMemory(stdout, args[1:])
-	case clientMode: // hidden: the load client in a process of its own, for bench convoy
-		err = benchClient(stdout, args[1:])
+	case "bench":
+		return bench(stdout, stderr, args[1:])
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -63,17 +59,10 @@ commands:
   tour [--trace DIR] [name...]
                    run the programs that define weft's behaviour (all by default);
                    --trace writes each one's trace and timeline to DIR/NAME.json, .svg
-  bench            core benchmarks beside their Go-native twins, with ratios
-  bench convoy     an echo server beside k CPU-bound workers: weft tasks, weft
-                   Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
-                   -conns -reps -interval -variants -svg FILE -markdown; -h for
-                   more)
-  bench sha256     hash messages in tasks on one loop, then in Offload
-                   (flags: -size -n -interval)
-  bench sync       channels, Mutex and SendWait beside Go channels and
-                   sync.Mutex, with ratios
   trace FILE.json  draw a trace-event file as an SVG timeline: a row per loop,
                    tasks as coloured slices (flags: -o FILE.svg -title -width)
+  bench            say where the benchmarks are: the bench module's program
+                   (cd bench && go run . help)
   help             this text
 `)
 }

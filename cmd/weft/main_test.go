@@ -9,13 +9,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain lets the test binary stand in for the weft command when a
-// benchmark starts it again in a hidden mode (the convoy's load client), and
-// checks that the tests leave no goroutine behind.
+// TestMain checks that the tests leave no goroutine behind.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == clientMode {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
 	// The tour's programs are one loop's programs (their output is one
 	// loop's order, and they share state between tasks as one loop
 	// allows): CI's several-loops pass (WEFT_LOOPS with the weft_envloops
@@ -54,5 +49,36 @@ func TestUnknownCommandAndProgramAreErrors(t *testing.T) {
 	}
 	if code := run(nil, &out, &errOut); code != 2 {
 		t.Fatalf("no arguments: exit %d", code)
+	}
+}
+
+// TestBenchSaysWhereTheBenchmarksAre checks that `weft bench` points to
+// the bench module's program, with status 0 alone and 2 with arguments
+// (which it passes on in the command it shows, and does not run).
+func TestBenchSaysWhereTheBenchmarksAre(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"bench"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "cd bench && go run . help") || errOut.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run([]string{"bench", "convoy", "-k", "2"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "cd bench && go run . convoy -k 2") || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestUsageListsEveryCommand checks that help lists the commands and no
+// benchmark harness.
+func TestUsageListsEveryCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"help"}, &out, &errOut); code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, want := range []string{"\n  tour ", "\n  trace ", "\n  bench ", "\n  help "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "convoy") || strings.Contains(out.String(), "sha256") {
+		t.Errorf("usage still lists a benchmark harness:\n%s", out.String())
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -100,4 +101,26 @@ func writeSVGFile(path string, data []byte, opt trace.SVGOptions) error {
 		return fmt.Errorf("trace: %s: %w", path, err)
 	}
 	return nil
+}
+
+// parseFlags parses args with fs and reports whether the command should
+// go on. Help goes to stdout (false, nil); a bad flag or a left-over
+// argument prints the usage to stderr and returns the error.
+func parseFlags(fs *flag.FlagSet, stdout, stderr io.Writer, args []string) (bool, error) {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return false, nil
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return false, fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	return true, nil
 }

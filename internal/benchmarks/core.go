@@ -1,6 +1,8 @@
 // Package benchmarks holds weft's benchmarks, each beside its Go-native
 // twin, so that `go test -bench` (see bench_test.go at the module root) and
-// `weft bench` run the same code.
+// the bench module's core and sync tables (`cd bench && go run . core`)
+// run the same code. It stays in this module because the root's
+// benchmark functions use it; the bench module imports it.
 package benchmarks
 
 import (

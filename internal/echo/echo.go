@@ -1,6 +1,7 @@
 // Package echo is weft's echo server and client: one task per connection,
 // each reading into its own buffer and writing back what it read. The
-// example program, the benchmarks and `weft bench convoy` share it.
+// example program and the bench module's echo and convoy benchmarks share
+// it.
 package echo
 
 import (

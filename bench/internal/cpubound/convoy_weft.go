@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"bytes"
@@ -91,7 +91,7 @@ func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (mea
 	if traced != nil {
 		name := strings.TrimSuffix(filepath.Base(convoyTrace), ".json")
 		convoyTraceErr = writeTraceFiles(filepath.Dir(convoyTrace), name,
-			fmt.Sprintf("weft bench convoy: the echo server beside %d CPU-bound workers, switch interval %v", k, interval), traced.Bytes())
+			fmt.Sprintf("bench convoy: the echo server beside %d CPU-bound workers, switch interval %v", k, interval), traced.Bytes())
 		convoyTrace = "" // the first case only
 	}
 	if !started {

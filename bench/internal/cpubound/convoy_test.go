@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"bytes"
@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/loadgen"
+	"github.com/weft-go/weft/internal/trace"
 )
 
 // TestConvoyMeasuresEveryVariantAndDrawsTheChart runs the real convoy,
@@ -25,9 +26,9 @@ import (
 func TestConvoyMeasuresEveryVariantAndDrawsTheChart(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "convoy.svg")
 	var out, errOut bytes.Buffer
-	args := []string{"bench", "convoy", "-duration", "150ms", "-warmup", "50ms", "-reps", "2", "-k", "0,1", "-conns", "1", "-markdown", "--svg", svg}
-	if code := run(args, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	args := []string{"-duration", "150ms", "-warmup", "50ms", "-reps", "2", "-k", "0,1", "-conns", "1", "-markdown", "--svg", svg}
+	if err := Convoy(&out, &errOut, args); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
 	s := out.String()
 	for _, want := range []string{"GOMAXPROCS=", "NumCPU=", "switch interval 5ms", "2 repetition(s)", "[tasks]", "[offload]", "[go]",
@@ -94,6 +95,36 @@ func TestConvoyMeasuresEveryVariantAndDrawsTheChart(t *testing.T) {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("the chart lacks %q", want)
 		}
+	}
+	assertNoChildren(t)
+}
+
+// TestConvoyTraceWritesTheTimeline runs one short case with -trace and
+// checks that the trace of the first weft case with workers was written,
+// well-formed, with its timeline beside it.
+func TestConvoyTraceWritesTheTimeline(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "traces")
+	var out, errOut bytes.Buffer
+	args := []string{"-variants", "tasks", "-k", "1", "-conns", "1", "-duration", "30ms", "-warmup", "20ms", "-reps", "1", "-trace", filepath.Join(dir, "convoy.json")}
+	if err := Convoy(&out, &errOut, args); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "convoy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.Validate(data); err != nil {
+		t.Errorf("the trace is not well-formed: %v", err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "convoy.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wellFormed(svg); err != nil {
+		t.Errorf("the timeline is not well-formed XML: %v", err)
+	}
+	if want := "bench convoy: the echo server beside 1 CPU-bound workers"; !bytes.Contains(svg, []byte(want)) {
+		t.Errorf("the timeline lacks its title %q", want)
 	}
 	assertNoChildren(t)
 }
@@ -295,29 +326,30 @@ func assertNoChildren(t *testing.T) {
 	}
 }
 
-// TestBadFlagsAreErrors checks that bad flags and arguments of the bench
-// commands fail with a message.
+// TestBadFlagsAreErrors checks that bad flags and arguments of convoy and
+// sha256 fail with an error naming the command, and print the usage to
+// stderr.
 func TestBadFlagsAreErrors(t *testing.T) {
+	commands := map[string]func(stdout, stderr io.Writer, args []string) error{"convoy": Convoy, "sha256": SHA256}
 	for _, args := range [][]string{
-		{"bench", "convoy", "-k", "abc"},
-		{"bench", "convoy", "-k", "-1"},
-		{"bench", "convoy", "-conns", "0"},
-		{"bench", "convoy", "-conns", ""},
-		{"bench", "convoy", "-variants", "tasks,nosuch"},
-		{"bench", "convoy", "-duration", "0s"},
-		{"bench", "convoy", "-interval", "-1ms"},
-		{"bench", "convoy", "-reps", "0"},
-		{"bench", "convoy", "-nosuchflag"},
-		{"bench", "convoy", "extra"},
-		{"bench", "sha256", "-size", "0"},
-		{"bench", "sha256", "-n", "0"},
-		{"bench", "sha256", "-n", "x"},
-		{"bench", "nosuch"},
+		{"convoy", "-k", "abc"},
+		{"convoy", "-k", "-1"},
+		{"convoy", "-conns", "0"},
+		{"convoy", "-conns", ""},
+		{"convoy", "-variants", "tasks,nosuch"},
+		{"convoy", "-duration", "0s"},
+		{"convoy", "-interval", "-1ms"},
+		{"convoy", "-reps", "0"},
+		{"convoy", "-nosuchflag"},
+		{"convoy", "extra"},
+		{"sha256", "-size", "0"},
+		{"sha256", "-n", "0"},
+		{"sha256", "-n", "x"},
 	} {
 		var out, errOut bytes.Buffer
-		code := run(args, &out, &errOut)
-		if code == 0 || !strings.Contains(errOut.String(), "weft: bench") {
-			t.Errorf("%q: exit %d, stderr %q", args, code, errOut.String())
+		err := commands[args[0]](&out, &errOut, args[1:])
+		if err == nil || !strings.HasPrefix(err.Error(), "bench "+args[0]+": ") || !strings.Contains(errOut.String(), "usage: bench "+args[0]) {
+			t.Errorf("%q: error %v, stderr %q", args, err, errOut.String())
 		}
 	}
 	assertNoChildren(t)
@@ -327,8 +359,8 @@ func TestBadFlagsAreErrors(t *testing.T) {
 // and succeeds.
 func TestConvoyHelpIsNotAnError(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"bench", "convoy", "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-variants") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	if err := Convoy(&out, &errOut, []string{"-h"}); err != nil || !strings.Contains(out.String(), "-variants") {
+		t.Fatalf("error %v, stdout %q, stderr %q", err, out.String(), errOut.String())
 	}
 }
 

@@ -1,5 +1,5 @@
-// Package loadgen is the echo load client shared by the benchmarks (the
-// bench module and `weft bench convoy`): N connections, each a closed loop
+// Package loadgen is the echo load client shared by the bench program's
+// echo, pinned and convoy benchmarks: N connections, each a closed loop
 // of write a 64-byte message, read the echo, check it, repeat, with every
 // round trip timed into a histogram.
 package loadgen

@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"bytes"
@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// TestSHA256ComparesTheLoopWithOffload runs `weft bench sha256` on two
-// small messages and checks its report.
+// TestSHA256ComparesTheLoopWithOffload runs `bench sha256` on two small
+// messages and checks its report.
 func TestSHA256ComparesTheLoopWithOffload(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"bench", "sha256", "-size", "1048576", "-n", "2"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	if err := SHA256(&out, &errOut, []string{"-size", "1048576", "-n", "2"}); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
 	s := out.String()
 	for _, want := range []string{"2 messages of 1 MiB", "2 tasks on one loop", "Offload(sha256.Sum256)", "speed-up of Offload over the loop:", "digests: all 2 match"} {

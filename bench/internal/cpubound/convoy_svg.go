@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"encoding/xml"
@@ -72,7 +72,7 @@ func convoySVG(cfg *convoyConfig, all [][]row) string {
 		chartW, chartH, chartW, chartH)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", chartW, chartH)
 	text(&b, 24, 34, 18, "start", "bold", title)
-	text(&b, 24, 58, 12, "start", "", fmt.Sprintf("weft bench convoy: %s, NumCPU=%d, switch interval %v, %v counted per case; log scale",
+	text(&b, 24, 58, 12, "start", "", fmt.Sprintf("bench convoy: %s, NumCPU=%d, switch interval %v, %v counted per case; log scale",
 		runtime.Version(), runtime.NumCPU(), cfg.interval, cfg.duration))
 	text(&b, 24, 76, 12, "start", "", fmt.Sprintf("bars: the median of %d interleaved repetition(s); whiskers: the least and the most of a repetition",
 		cfg.reps))

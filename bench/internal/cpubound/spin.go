@@ -1,10 +1,10 @@
-package main
+package cpubound
 
 import (
 	"sync/atomic"
 )
 
-// spinner is one CPU-bound worker of `weft bench convoy`: it runs work
+// spinner is one CPU-bound worker of `bench convoy`: it runs work
 // units, each a thousand iterations of n++; n--, and counts them. Each
 // spinner has a cache line of its own, so that workers on different threads
 // do not slow one another down.

@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"bufio"
@@ -14,13 +14,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/loadgen"
 )
 
-// clientMode is the hidden command that runs the load client in a process
-// of its own: `weft bench-client ADDR CONNS WARMUP DURATION`. It prints
-// clientStart when the load begins, then one line of JSON (a clientReport).
-const clientMode = "bench-client"
+// ClientMode is the subcommand that runs the convoy's load client in a
+// process of its own: `bench convoy-client ADDR CONNS WARMUP DURATION`.
+// Convoy starts its own executable in this mode, so the program that calls
+// Convoy (and a test binary that does) must hand that subcommand to Client.
+// The client prints clientStart when the load begins, then one line of JSON
+// (a clientReport).
+const ClientMode = "convoy-client"
 
 // clientStart is the line the client prints just before its warm-up starts.
 const clientStart = "start"
@@ -44,27 +47,28 @@ type clientReport struct {
 	Hist [][2]int64 `json:"hist"`
 }
 
-// benchClient is the hidden client mode: it loads the echo server at addr
-// with loadgen and prints the start line and the report.
-func benchClient(w io.Writer, args []string) error {
+// Client is the client mode (ClientMode; args are ADDR CONNS WARMUP
+// DURATION): it loads the echo server at addr with loadgen and prints the
+// start line and the report to w.
+func Client(w io.Writer, args []string) error {
 	if len(args) != 4 {
-		return fmt.Errorf("%s: want ADDR CONNS WARMUP DURATION", clientMode)
+		return fmt.Errorf("bench %s: want ADDR CONNS WARMUP DURATION", ClientMode)
 	}
 	conns, err := strconv.Atoi(args[1])
 	if err != nil || conns < 1 {
-		return fmt.Errorf("%s: bad connection count %q", clientMode, args[1])
+		return fmt.Errorf("bench %s: bad connection count %q", ClientMode, args[1])
 	}
 	warmup, err1 := time.ParseDuration(args[2])
 	duration, err2 := time.ParseDuration(args[3])
 	if err1 != nil || err2 != nil || warmup < 0 || duration <= 0 {
-		return fmt.Errorf("%s: bad durations %q %q", clientMode, args[2], args[3])
+		return fmt.Errorf("bench %s: bad durations %q %q", ClientMode, args[2], args[3])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), warmup+duration+clientGrace)
 	defer cancel()
 	fmt.Fprintln(w, clientStart)
 	r, err := loadgen.Run(ctx, args[0], loadgen.Config{Conns: conns, Warmup: warmup, Duration: duration})
 	if err != nil {
-		return fmt.Errorf("%s: %w", clientMode, err)
+		return fmt.Errorf("bench %s: %w", ClientMode, err)
 	}
 	rep := clientReport{
 		Rate:       r.Rate(),
@@ -81,7 +85,7 @@ func benchClient(w io.Writer, args []string) error {
 }
 
 // loadDriver returns a driver that runs the load client in a child process
-// (this program again, in clientMode) and probes the server around the
+// (this program again, in ClientMode) and probes the server around the
 // client's counted window.
 func loadDriver(conns int, warmup, duration time.Duration) driver {
 	return func(ctx context.Context, addr string, probe func() probe) (measure, error) {
@@ -99,7 +103,7 @@ func runClient(ctx context.Context, addr string, conns int, warmup, duration tim
 	}
 	ctx, cancel := context.WithTimeout(ctx, warmup+duration+clientGrace)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, clientMode, addr, strconv.Itoa(conns), warmup.String(), duration.String())
+	cmd := exec.CommandContext(ctx, exe, ClientMode, addr, strconv.Itoa(conns), warmup.String(), duration.String())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"crypto/sha256"
@@ -26,7 +26,7 @@ const goalSpeedup = 1.8
 // the loop wakes it.
 const tickPeriod = time.Millisecond
 
-// shaPhase is what one phase of `weft bench sha256` saw.
+// shaPhase is what one phase of `bench sha256` saw.
 type shaPhase struct {
 	name    string
 	wall    time.Duration
@@ -34,16 +34,18 @@ type shaPhase struct {
 	lags    []time.Duration // how late each 1 ms sleep woke, sorted
 }
 
-// benchSHA256 is `weft bench sha256`: it hashes n messages in n tasks on
-// one loop, then in n tasks that each Offload the hash, and compares the
-// wall times, the digests and how promptly the loop answered a timer.
-func benchSHA256(stdout, stderr io.Writer, args []string) error {
+// SHA256 is `bench sha256` with its flags in args: it hashes n messages
+// in n tasks on one loop, then in n tasks that each Offload the hash, and
+// prints to stdout the wall times, whether the digests agree and how
+// promptly the loop answered a timer. It returns nil after -h, and an
+// error for bad flags or when the phases' digests differ.
+func SHA256(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench sha256", flag.ContinueOnError)
 	size := fs.Int("size", 128<<20, "bytes per message")
 	n := fs.Int("n", 8, "messages (and tasks)")
 	interval := fs.Duration("interval", weft.DefaultSwitchInterval, "weft's switch interval (WithSwitchInterval)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: weft bench sha256 [flags]")
+		fmt.Fprintln(fs.Output(), "usage: bench sha256 [flags]")
 		fs.PrintDefaults()
 	}
 	if ok, err := parseFlags(fs, stdout, stderr, args); !ok {
@@ -55,7 +57,7 @@ func benchSHA256(stdout, stderr io.Writer, args []string) error {
 		return fmt.Errorf("bench sha256: -size and -interval must be positive and -n in 1..1024")
 	}
 
-	fmt.Fprintf(stdout, "weft bench sha256: %d messages of %s, crypto/sha256\n", *n, fmtBytes(*size))
+	fmt.Fprintf(stdout, "bench sha256: %d messages of %s, crypto/sha256\n", *n, fmtBytes(*size))
 	fmt.Fprintf(stdout, "%s %s/%s, NumCPU=%d, GOMAXPROCS=%d, switch interval %v\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), *interval)
 	start := time.Now()

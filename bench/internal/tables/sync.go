@@ -1,4 +1,4 @@
-package main
+package tables
 
 import (
 	"fmt"
@@ -9,12 +9,17 @@ import (
 	"github.com/weft-go/weft/internal/benchmarks"
 )
 
-// benchSync is `weft bench sync`: channels, the mutex and the goroutine
-// bridge beside their Go-native twins. Each pair runs interleaved (weft,
-// Go, weft, Go...), so that the ratio compares like with like on a noisy
-// machine.
-func benchSync(w io.Writer) error {
-	fmt.Fprintf(w, "weft bench sync: channels, locks, the goroutine bridge; %s %s/%s, %d CPUs, GOMAXPROCS=%d\n",
+// Sync is `bench sync`, which takes no arguments: it prints to w the
+// channels, the mutex and the goroutine bridge beside their Go-native
+// twins, each the median of rounds runs with its spread, the ratio and the
+// goal. Each pair runs interleaved (weft, Go, weft, Go...), so that the
+// ratio compares like with like on a noisy machine. It returns an error
+// for an argument.
+func Sync(w io.Writer, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("bench sync: unexpected argument %q (it has no flags)", args[0])
+	}
+	fmt.Fprintf(w, "bench sync: channels, locks, the goroutine bridge; %s %s/%s, %d CPUs, GOMAXPROCS=%d\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "each timing: median of %d runs (min..max); ratio = weft time / Go time\n\n", rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

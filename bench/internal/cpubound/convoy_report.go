@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/loadgen"
 )
 
 // CPython 3.11's threaded echo server on a machine like this one, N = 1,
@@ -23,7 +23,7 @@ var (
 // holds each variant's rows), the definitions, a summary and, with
 // -markdown, the Markdown table.
 func printConvoy(w io.Writer, cfg *convoyConfig, all [][]row) {
-	fmt.Fprintln(w, "weft bench convoy: an echo server beside k CPU-bound workers (the GIL's convoy effect)")
+	fmt.Fprintln(w, "bench convoy: an echo server beside k CPU-bound workers (the GIL's convoy effect)")
 	fmt.Fprintf(w, "%s %s/%s, NumCPU=%d, GOMAXPROCS=%d, switch interval %v\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.interval)
 	fmt.Fprintf(w, "each case: %v warm-up + %v counted; N connections from a load client in another process (%d-byte messages, closed loop, every echo verified)\n",

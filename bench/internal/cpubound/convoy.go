@@ -1,4 +1,4 @@
-package main
+package cpubound
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// convoyConfig is what the flags of `weft bench convoy` ask for.
+// convoyConfig is what the flags of `bench convoy` ask for.
 type convoyConfig struct {
 	duration time.Duration // counted time of each case
 	warmup   time.Duration // uncounted time before it
@@ -30,11 +30,14 @@ type convoyConfig struct {
 // with no load, once per k and repetition.
 const idleLength = time.Second
 
-// convoy is `weft bench convoy`: for each variant, N and k it runs the echo
-// server beside k CPU workers under load from a client process, -reps
-// times, and prints a table of echo rate, latency and the workers' share
-// of the CPU, each a median over the repetitions with its spread.
-func convoy(stdout, stderr io.Writer, args []string) error {
+// Convoy is `bench convoy` with its flags in args: for each variant, N
+// and k it runs the echo server beside k CPU workers under load from a
+// client process (this executable again, in ClientMode), -reps times, and
+// prints a table of echo rate, latency and the workers' share of the CPU,
+// each a median over the repetitions with its spread, to stdout; progress
+// goes to stderr. It returns nil after -h, and an error for bad flags or
+// when a measurement failed.
+func Convoy(stdout, stderr io.Writer, args []string) error {
 	cfg, err := parseConvoyFlags(stdout, stderr, args)
 	if err != nil || cfg == nil {
 		return err
@@ -123,7 +126,7 @@ func runConvoy(cfg *convoyConfig, progress io.Writer) ([]*variantResult, int) {
 	return results, failed
 }
 
-// parseConvoyFlags parses the flags of `weft bench convoy`. It returns a
+// parseConvoyFlags parses the flags of `bench convoy`. It returns a
 // nil config and no error when only help was asked for.
 func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, error) {
 	cfg := &convoyConfig{}
@@ -139,7 +142,7 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 	fs.BoolVar(&cfg.markdown, "markdown", false, "also print the table as Markdown")
 	fs.StringVar(&cfg.trace, "trace", "", "record the first weft case with workers and write its trace to this `file`.json and its timeline to file.svg (use a short -duration)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: weft bench convoy [flags]")
+		fmt.Fprintln(fs.Output(), "usage: bench convoy [flags]")
 		fs.PrintDefaults()
 	}
 	if ok, err := parseFlags(fs, stdout, stderr, args); !ok {

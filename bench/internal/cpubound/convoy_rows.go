@@ -1,10 +1,10 @@
-package main
+package cpubound
 
 import (
 	"slices"
 	"time"
 
-	"github.com/weft-go/weft/internal/loadgen"
+	"github.com/weft-go/weft/bench/internal/loadgen"
 )
 
 // Goals for weft's CPU tasks on the loop (the first variant), beside k = 0

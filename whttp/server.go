@@ -186,7 +186,10 @@ func (sv *serving) snapshot() []*conn {
 // inside Protect). Past DrainTimeout, what is still busy is cut off: the
 // handler's task is cancelled (its suspension points return an error
 // matching context.Canceled), its request context is cancelled and its
-// connection closed.
+// connection closed. Connections a handler hijacked are not the server's:
+// the drain neither waits for them nor closes them, and once it is over
+// the tasks of their handlers that still run are cancelled, so that Serve
+// can return (see the package doc, Hijacking).
 func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	if ln == nil {
 		panic("whttp: Serve called with a nil listener")

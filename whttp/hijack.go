@@ -164,10 +164,3 @@ func (sv *serving) endHijacked() {
 		}
 	}
 }
-
-// isHijacked reports whether a handler took c over.
-func (c *conn) isHijacked() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hijacked
-}

@@ -136,6 +136,7 @@ func TestClientGoneCauseAndCloseNotify(t *testing.T) {
 	notified := make(chan bool, 1)
 	ready := make(chan struct{})
 	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		//lint:ignore SA1019 the deprecated interface is what this checks
 		cn := w.(http.CloseNotifier).CloseNotify()
 		close(ready)
 		t.Sleep(time.Hour)

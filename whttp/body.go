@@ -59,7 +59,7 @@ type reqBody struct {
 // Read reads the body; the first read answers Expect: 100-continue.
 func (b *reqBody) Read(p []byte) (int, error) {
 	c := b.c
-	if b.closed || c.gen != b.gen || !c.active {
+	if b.closed || c.gen != b.gen || !c.active || c.hijacked {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	if b.sawEOF {

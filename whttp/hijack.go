@@ -83,8 +83,14 @@ func (c *conn) hijack(w *response) (net.Conn, *bufio.ReadWriter, error) {
 	var left []byte
 	if in.buffered() > 0 {
 		left = append([]byte(nil), in.buf[in.r:in.w]...)
-		in.r = in.w
 	}
+	// The buffers go now, not when the handler returns (a WebSocket's
+	// handler runs for as long as its connection): the hijacker has its
+	// own, and the request (r) the handler still uses stays.
+	st := c.st
+	in.buf, in.r, in.w = nil, 0, 0
+	st.bw = nil
+	w.stage = nil
 	// The server forgets it: no deadline of its own, no drain, no close.
 	c.wc.SetDeadline(time.Time{})
 	c.stopIt.Store(true)

@@ -78,15 +78,20 @@ func getState(dst net.Conn) *reqState {
 	return st
 }
 
+
 // putState gives st back; it holds no input, and its output is flushed.
+// A state whose buffers a hijack dropped (hijack.go) gets new ones.
 // What it refers to of its last request (the connection, through the
 // request's context) is dropped, so that the pool keeps no connection.
 func putState(st *reqState) {
+	if st.bw == nil {
+		st.bw = bufio.NewWriterSize(nil, outSize)
+	}
 	st.bw.Reset(nil)
 	if st.req != nil {
 		*st.req = http.Request{}
 	}
-	if len(st.in.buf) != inSize {
+	if len(st.in.buf) != inSize { // nil after a hijack
 		st.in.buf = make([]byte, inSize) // a large head grew it for one request
 	}
 	st.in.r, st.in.w = 0, 0

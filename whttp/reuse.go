@@ -78,7 +78,6 @@ func getState(dst net.Conn) *reqState {
 	return st
 }
 
-
 // putState gives st back; it holds no input, and its output is flushed.
 // A state whose buffers a hijack dropped (hijack.go) gets new ones.
 // What it refers to of its last request (the connection, through the

@@ -67,6 +67,7 @@ type response struct {
 	contentLength int64  // declared by the handler; -1 if none
 	mode          bodyMode
 	hijacked      bool     // the handler took the connection over (hijack.go)
+	failed        bool     // a write to the connection failed
 	closeAfter    bool     // the connection ends after this response
 	trailers      []string // declared trailer names
 }
@@ -229,7 +230,7 @@ func (w *response) wrote(n int, err error) (int, error) {
 		_, err = w.c.st.bw.WriteString("\r\n")
 	}
 	if err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return 0, err
 	}
 	return n, nil
@@ -264,7 +265,7 @@ func (w *response) FlushError() error {
 		}
 	}
 	if err := w.c.st.bw.Flush(); err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return err
 	}
 	return nil
@@ -397,7 +398,7 @@ func (w *response) commit(final bool) error {
 	}
 	_, err := bw.WriteString("\r\n")
 	if err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return err
 	}
 	if len(w.stage) > 0 {
@@ -450,9 +451,11 @@ func (w *response) finish() bool {
 		bw.WriteString("\r\n")
 	case modeFixed:
 		if w.written < w.contentLength {
-			w.c.sv.log.Error("whttp: closing the connection: the handler wrote less than its Content-Length",
-				"remote", w.c.remote, "method", w.req.Method, "uri", w.req.RequestURI,
-				"written", w.written, "content_length", w.contentLength)
+			if !w.failed { // else a write failed: the client is gone, nothing to report
+				w.c.sv.log.Error("whttp: closing the connection: the handler wrote less than its Content-Length",
+					"remote", w.c.remote, "method", w.req.Method, "uri", w.req.RequestURI,
+					"written", w.written, "content_length", w.contentLength)
+			}
 			w.closeAfter = true
 			return false
 		}
@@ -626,14 +629,14 @@ func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
 		return n + n0, err
 	}
 	if err := w.c.st.bw.Flush(); err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return n, err
 	}
 	n0, err := rf.ReadFrom(&io.LimitedReader{R: src, N: left})
 	n += n0
 	w.written += n0
 	if err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 	}
 	return n, err
 }

@@ -6,6 +6,7 @@ package weft
 // whichever task of the Conn's Run calls it.
 
 import (
+	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -60,7 +61,11 @@ func (h *endHooks) run() {
 // Like t, its Read and Write may be used only by t's own task: from another
 // task or goroutine they panic with a "weft:" message. Its Close,
 // SetDeadline, SetReadDeadline and SetWriteDeadline are c's, callable from
-// anywhere. It also has c's CloseWrite. NetConn itself does not suspend.
+// anywhere. It also has c's CloseWrite, and io.ReaderFrom: io.Copy from a
+// regular file (an *os.File, or an io.LimitedReader of one) sends it with
+// sendfile(2) on Linux, suspending t while the socket is full, as Write
+// does (the file is read from the page cache: a file not cached makes the
+// call wait for the disk, holding the loop as a blocking read would).
 func (c *Conn) NetConn(t *Task) net.Conn {
 	t.check("NetConn")
 	sameLoop(t, c.loop, "Conn")
@@ -95,6 +100,10 @@ type taskConn struct {
 
 func (tc *taskConn) Read(b []byte) (int, error)  { return tc.Conn.Read(tc.t, b) }
 func (tc *taskConn) Write(b []byte) (int, error) { return tc.Conn.Write(tc.t, b) }
+
+// ReadFrom is io.ReaderFrom: sendfile(2) from a regular file
+// (net_sendfile.go).
+func (tc *taskConn) ReadFrom(r io.Reader) (int64, error) { return tc.Conn.readFrom(tc.t, r) }
 
 type loopConn struct {
 	*Conn
@@ -154,6 +163,12 @@ func calledFromTLS() bool {
 
 // tlsPCs caches calledFromTLS's answer per return address.
 var tlsPCs sync.Map
+
+// ReadFrom is io.ReaderFrom: sendfile(2) from a regular file
+// (net_sendfile.go).
+func (lc *loopConn) ReadFrom(r io.Reader) (int64, error) {
+	return lc.Conn.readFrom(lc.current("ReadFrom"), r)
+}
 
 // current returns the task of c's Run that is running the caller.
 func (lc *loopConn) current(op string) *Task {

@@ -314,6 +314,41 @@ func (pc *portableConn) write(t *Task, b []byte) (int, error) {
 	}
 }
 
+// sendFile copies from f through the net package's own io.ReaderFrom
+// (sendfile or splice where it has them), on a helper goroutine.
+func (pc *portableConn) sendFile(t *Task, f *os.File, n int64) (int64, bool, error) {
+	rf, ok := pc.c.(io.ReaderFrom)
+	if !ok {
+		return 0, false, nil
+	}
+	var src io.Reader = f
+	if n >= 0 {
+		src = io.LimitReader(f, n)
+	}
+	var written int64
+	for {
+		// The write gate (shared with Write) interrupts the call for a
+		// deadline or a cancellation; a call interrupted by another
+		// task's deadline is made again, going on where the file's
+		// offset (and the LimitedReader's count) stopped.
+		var m int64
+		var err error
+		werr := pc.wr.call(t, func() { m, err = rf.ReadFrom(src) })
+		written += m
+		if werr != nil {
+			return written, true, opError("sendfile", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
+		}
+		if err != nil {
+			if again, gerr := pc.wr.caught(t, err, pc.expired(t, poller.Write)); again {
+				continue
+			} else if gerr != nil {
+				return written, true, opError("sendfile", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), gerr)
+			}
+		}
+		return written, true, err
+	}
+}
+
 func (pc *portableConn) closeWrite() error {
 	if cw, ok := pc.c.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()

@@ -57,7 +57,10 @@ const DefaultBlockingLimit = 10000
 // ctx). ctx is not cancelled when Blocking returns, but when the scope it
 // belongs to ends (the Timeout, Group or Protect around the call returns,
 // or the task finishes): a transaction that database/sql ties to the
-// context it began with lasts until then.
+// context it began with lasts until then. ctx is the task's, not a
+// context the caller holds: an HTTP handler that wants its request's
+// deadline to reach f (r.Context(), which middleware may have given a
+// timeout) calls whttp.BlockingCall, which merges the two.
 //
 // f must not use the Task, nor anything bound to it (a Conn's ReadWriter,
 // a whttp ResponseWriter): it runs on another goroutine, and doing so

@@ -17,10 +17,12 @@ package whttp
 // into one hand-over, as the connection's own buffered writer would.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -80,18 +82,19 @@ var errCutOff = errors.New("whttp: the response was cut off (the connection's ta
 // on w and r.Body until it returns. It suspends t throughout.
 func (b blockingHandler) ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 	px := newBlockingProxy(w, r)
+	px.h, px.req = b.h, r
+	// The closures below reach r only through px, which forgets it when
+	// the handler has returned: a finished task's or goroutine's last
+	// closure may stay reachable for a while (a pooled coroutine or
+	// goroutine), and must not keep the request, which the server reuses
+	// (and, under -race, checks is unreachable).
 	var panicked any
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
-		g.Go(func(ct *weft.Task) error {
-			_, err := weft.Blocking(ct, func(ctx context.Context) (struct{}, error) {
-				px.run(ctx, b.h, r)
-				return struct{}{}, nil
-			})
-			return err
-		})
+		g.Go(px.runTask)
 		panicked = px.serve(t)
 		return nil
 	})
+	px.h, px.req = nil, nil
 	if panicked != nil {
 		panic(panicked)
 	}
@@ -105,6 +108,10 @@ type blockingProxy struct {
 	// The connection's task's, used by serve only.
 	w    http.ResponseWriter
 	body io.ReadCloser // nil: no body
+
+	// The handler and its request, until it has returned.
+	h   http.Handler
+	req *http.Request
 
 	ops   *weft.Chan[*blockingOp]
 	reply chan struct{} // capacity 1: the task has carried out the op handed over
@@ -166,6 +173,17 @@ func newBlockingProxy(w http.ResponseWriter, r *http.Request) *blockingProxy {
 		px.body = r.Body
 	}
 	return px
+}
+
+// runTask is the task that runs the handler through weft.Blocking.
+func (px *blockingProxy) runTask(t *weft.Task) error {
+	_, err := weft.Blocking(t, px.runBlocking)
+	return err
+}
+
+func (px *blockingProxy) runBlocking(ctx context.Context) (struct{}, error) {
+	px.run(ctx, px.h, px.req)
+	return struct{}{}, nil
 }
 
 // run calls h on the handler's goroutine, then tells the task it ended.
@@ -443,6 +461,17 @@ func (px *blockingProxy) SetReadDeadline(d time.Time) error { return px.deadline
 // http.ResponseController.
 func (px *blockingProxy) SetWriteDeadline(d time.Time) error { return px.deadline(opWriteDL, d) }
 
+// Hijack returns an error wrapping http.ErrNotSupported: a handler run by
+// Blocking cannot take its connection over yet (see errHijackBlocking).
+func (px *blockingProxy) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errHijackBlocking
+}
+
+// EnableFullDuplex does nothing and returns nil, for
+// http.ResponseController: the body may always be read after the response
+// has begun.
+func (px *blockingProxy) EnableFullDuplex() error { return nil }
+
 func (px *blockingProxy) deadline(kind blockingOpKind, d time.Time) error {
 	px.mu.Lock()
 	defer px.mu.Unlock()
@@ -510,4 +539,39 @@ func (b proxyBody) Close() error {
 	b.px.bodyClosed = true
 	b.px.mu.Unlock()
 	return nil
+}
+
+// BlockingCall runs f through weft.Blocking in the task serving r
+// (TaskOf(r)), with a context that carries r.Context()'s values and
+// deadline and is done when r.Context() is (a deadline that middleware
+// set, such as chi's Timeout or http.TimeoutHandler's, the client gone,
+// the end of the request) or when the task is cancelled, whichever comes
+// first (context.Cause says which). Use it rather than weft.Blocking in a
+// handler, so that the request's deadline reaches the blocking call (a
+// database query) as it would under net/http; weft.Blocking's own context
+// is the task's, which knows nothing of r.Context().
+//
+// It suspends the task as weft.Blocking does, and returns what f
+// returned; a task already cancelled returns the cause (matching
+// context.Canceled) and f does not run. f runs on a goroutine of its own
+// and must not use the task, w or r.Body. r must be a request a Server
+// handed to a handler running on a task (directly, through Adapt, or a
+// copy made with WithContext or Clone); otherwise, and in a handler run
+// by Blocking (whose code already runs on a goroutine of its own: call
+// the blocking code directly, with r.Context()), BlockingCall panics.
+func BlockingCall[T any](r *http.Request, f func(ctx context.Context) (T, error)) (T, error) {
+	t := TaskOf(r)
+	if t == nil {
+		panic("whttp: BlockingCall: r is not served on a task (TaskOf(r) is nil); in a handler run by Blocking, call the blocking code directly")
+	}
+	rctx := r.Context()
+	return weft.Blocking(t, func(tctx context.Context) (T, error) {
+		ctx, cancel := context.WithCancelCause(rctx)
+		stop := context.AfterFunc(tctx, func() { cancel(context.Cause(tctx)) })
+		defer func() {
+			stop()
+			cancel(context.Canceled)
+		}()
+		return f(ctx)
+	})
 }

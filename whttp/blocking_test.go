@@ -3,6 +3,7 @@ package whttp_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -466,4 +467,51 @@ func TestBlockingNilHandlerPanics(t *testing.T) {
 		}
 	}()
 	whttp.Blocking(nil)
+}
+
+// BlockingCall's context ends with the request's: a deadline that
+// middleware put on r.Context() (chi's Timeout does this) reaches the
+// blocking call, which weft.Blocking's own context does not; its values
+// are the request's too.
+func TestBlockingCallSeesTheRequestsDeadline(t *testing.T) {
+	type key struct{}
+	timeout := func(h http.Handler) http.Handler { // as chi's middleware.Timeout
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), key{}, "v"), 100*time.Millisecond)
+			defer cancel()
+			h.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+	h := timeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		v, err := whttp.BlockingCall(r, func(ctx context.Context) (string, error) {
+			_, hasDeadline := ctx.Deadline()
+			select {
+			case <-ctx.Done():
+				return fmt.Sprint(ctx.Value(key{}), " ", hasDeadline), ctx.Err()
+			case <-time.After(5 * time.Second): // a query slower than the deadline
+				return "finished", nil
+			}
+		})
+		fmt.Fprintf(w, "%s %v %v", v, err, time.Since(start) < 3*time.Second)
+	}))
+	ts := startServer(t, &whttp.Server{Handler: whttp.Adapt(h)})
+	resp, err := newClient(t).Get(ts.url("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := bodyOf(t, resp), "v true context deadline exceeded true"; got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}
+
+// BlockingCall outside a task's request panics with a clear message.
+func TestBlockingCallNeedsARequestServedOnATask(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "whttp: BlockingCall") {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	r, _ := http.NewRequest("GET", "/", nil)
+	whttp.BlockingCall(r, func(ctx context.Context) (int, error) { return 0, nil })
 }

@@ -59,7 +59,7 @@ type reqBody struct {
 // Read reads the body; the first read answers Expect: 100-continue.
 func (b *reqBody) Read(p []byte) (int, error) {
 	c := b.c
-	if b.closed || c.gen != b.gen || !c.active {
+	if b.closed || c.gen != b.gen || !c.active || c.hijacked {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	if b.sawEOF {
@@ -91,6 +91,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		b.sawEOF = true
+		c.startWatch(c.t) // the request is read whole: watch for the client going
 	} else if err != nil {
 		b.err = err
 	}

@@ -31,7 +31,7 @@ const closeLinger = 500 * time.Millisecond
 
 // landSize is the size of a connection's landing buffer (conn.land): what
 // keeps a conn within the 640-byte size class (conn_internal_test.go).
-const landSize = 472
+const landSize = 432
 
 // conn is one connection being served. Its task owns it; what Serve's
 // task touches while draining (stopIt, idle, and cut, cur and group
@@ -48,16 +48,28 @@ type conn struct {
 	// idle and stopIt follow a Dekker order: the connection sets idle,
 	// then reads stopIt before it waits; the stop sets stopIt, then reads
 	// idle and closes an idle connection. One of them sees the other.
-	idle   atomic.Bool // waiting for a request: the stop closes it
-	stopIt atomic.Bool // close after this response (the server stops, or an error)
-	state  uint8       // an http.ConnState
+	idle     atomic.Bool // waiting for a request: the stop closes it
+	stopIt   atomic.Bool // close after this response (the server stops, or an error)
+	state    uint8       // an http.ConnState
+	handling bool        // mu (written by the task): the handler of the request in flight runs
+	watching bool        // mu: the watch reads (watch.go)
+	hijacked bool        // mu (written by the task): a handler took the connection over (hijack.go)
+	active   bool        // mu (written by the task): request gen is in flight
+	cut      bool        // mu: cut off (the drain timeout, Close): its I/O fails
 
-	mu     sync.Mutex
-	active bool            // mu (written by the task): request gen is in flight
-	cut    bool            // mu: the drain timeout cut it off (errDrainTimeout)
-	gen    uint64          // mu (written by the task): the requests begun
-	cur    *reqHandle      // mu: its handle
-	group  *weft.TaskGroup // mu: the connection's requests run in it
+	// ctx is the context of the connection's requests (ConnContext's),
+	// nil for sv.base; set by the task before its first request.
+	ctx context.Context
+
+	mu    sync.Mutex
+	gen   uint64          // mu (written by the task): the requests begun
+	cause error           // mu: why the request's context ended early (cut off, the client gone); nil: it did not
+	cur   *reqHandle      // mu: its handle
+	group *weft.TaskGroup // mu: the connection's requests run in it
+
+	// watch is the task that watches the connection while the handler
+	// runs (watch.go); nil when none.
+	watch *weft.Promise[int]
 
 	// land receives the first bytes of a request while the connection is
 	// idle and holds no reqState: a small request arrives whole in it, in
@@ -69,8 +81,6 @@ type conn struct {
 	// rdl, wdl are the read and write deadlines last set (deadlineKey), to
 	// skip setting them again.
 	rdl, wdl int64
-	// retained: requests to check (see reuse.go); nil without the check.
-	retained *[]retained
 }
 
 func (sv *serving) newConn(wc *weft.Conn) *conn {
@@ -94,16 +104,22 @@ func (c *conn) stop() {
 	}
 }
 
-// cutOff ends c now: its request context (with the cause
-// errDrainTimeout) and its handler's task are cancelled, and its I/O
-// fails.
-func (c *conn) cutOff() {
-	cause := errDrainTimeout
+// cutOff ends c now: its request context (with the cause given) and its
+// handler's task are cancelled, and its I/O fails. Any goroutine may call
+// it.
+func (c *conn) cutOff(cause error) {
 	c.mu.Lock()
 	c.cut = true
+	if c.cause == nil {
+		c.cause = cause
+	}
 	group := c.group
 	var cancel context.CancelCauseFunc
 	if h := c.cur; h != nil {
+		if h.real == nil {
+			// Made now, so that context.Cause finds the cause.
+			h.real, h.cancel = context.WithCancelCause(c.base())
+		}
 		cancel = h.cancel
 	}
 	c.mu.Unlock()
@@ -121,6 +137,15 @@ func (c *conn) isCut() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cut
+}
+
+// base returns the context of c's requests: ConnContext's, or the
+// serving's.
+func (c *conn) base() context.Context {
+	if c.ctx != nil {
+		return c.ctx
+	}
+	return c.sv.base
 }
 
 func (c *conn) setState(s http.ConnState) {
@@ -146,6 +171,13 @@ func (c *conn) serve(t *weft.Task) error {
 	}()
 	c.t = t
 	c.nc = c.wc.NetConn(t)
+	if cc := sv.s.ConnContext; cc != nil {
+		ctx := cc(sv.base, c.nc)
+		if ctx == nil {
+			panic("whttp: Server.ConnContext returned nil")
+		}
+		c.ctx = ctx
+	}
 	c.setState(http.StateNew)
 	if c.stopIt.Load() {
 		return nil
@@ -168,6 +200,7 @@ func (c *conn) finalize(t *weft.Task) {
 	defer func() {
 		sv.mu.Lock()
 		delete(sv.conns, c)
+		delete(sv.hijacked, c)
 		var idle func(struct{}, error) bool
 		if len(sv.conns) == 0 {
 			idle = sv.idle
@@ -184,7 +217,6 @@ func (c *conn) finalize(t *weft.Task) {
 		}
 	}()
 	c.close(t)
-	c.checkRetained(true)
 }
 
 // run serves requests until the connection should end.
@@ -202,7 +234,6 @@ func (c *conn) run(t *weft.Task) {
 			return
 		}
 		ok := c.serveRequest(t)
-		c.checkRetained(false)
 		if !ok || c.stopIt.Load() || s.DisableKeepAlives {
 			return
 		}
@@ -330,6 +361,10 @@ func (c *conn) close(t *weft.Task) {
 	if c.state == uint8(http.StateClosed) {
 		return // closed at once already (abortClose)
 	}
+	if c.hijacked {
+		c.abortClose() // the connection is the hijacker's: the state only
+		return
+	}
 	if !c.isCut() && !(c.stopIt.Load() && c.state == uint8(http.StateIdle)) && c.nc != nil {
 		if c.st != nil {
 			c.st.bw.Flush()
@@ -354,6 +389,13 @@ func (c *conn) close(t *weft.Task) {
 // abortClose closes the connection at once, sending what is written, and
 // gives its state back.
 func (c *conn) abortClose() {
+	if c.hijacked {
+		if st := c.st; st != nil {
+			c.st = nil
+			putState(st)
+		}
+		return
+	}
 	if st := c.st; st != nil {
 		c.st = nil
 		if c.nc != nil && !c.isCut() {

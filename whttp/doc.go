@@ -97,22 +97,26 @@
 // or a panic after the header went out) is cut: the server logs why and
 // closes the connection at once, so the client sees the body end early
 // rather than waiting. A request head still incomplete at
-// ReadHeaderTimeout is answered 400 and the connection closed, as net/http
-// does; a connection that sent nothing is closed without an answer.
+// ReadHeaderTimeout is answered 408 Request Timeout and the connection
+// closed (net/http answers 400 or nothing, depending on whether its
+// deadline falls inside a line); a connection that sent nothing is closed
+// without an answer, as by net/http.
 //
 // # Cost
 //
-// A request costs the server one allocation, the object that is both the
-// ResponseWriter and r.Context(); one more if its head differs from the
-// connection's previous one (the head's string), and one more if it has a
-// body (the body's reader). The rest is reused from request to request
-// (see Handler for what a handler may keep):
+// A request costs the server three allocations: the object that is both
+// the ResponseWriter and r.Context(), and the task that watches the
+// connection while the handler runs, with its function (the task reads
+// only if the handler suspends: see Handler); one more if its head
+// differs from the connection's previous one (the head's string), and one
+// more if it has a body (the body's reader). The rest is reused from
+// request to request (see Handler for what a handler may keep):
 //
 //   - the *http.Request, its URL and Header map (and the value slices in
 //     it), and the response's Header map; a connection holds them, with
 //     its input and output buffers, only while a request is in flight,
 //     and gives them back to a pool while it waits for the next (an idle
-//     connection keeps a 472-byte landing buffer, which a small request
+//     connection keeps a 432-byte landing buffer, which a small request
 //     arrives in whole);
 //   - the request's strings are cut from one copy of its head (a field
 //     name is copied only if it is neither canonical nor a common one),
@@ -125,26 +129,116 @@
 //     system call (with the responses to pipelined requests before it);
 //     larger ones are chunked; Flush, or a full 8 KB output buffer, sends
 //     what is written;
-//   - header fields are written in the map's order, without sorting.
+//   - header fields are written in the map's order, without sorting;
+//   - io.Copy from a file (http.ServeContent, http.FileServer) sends it
+//     with sendfile(2) on Linux (the ResponseWriter is an io.ReaderFrom),
+//     over plain TCP, for a response of known length.
 //
 // With the race detector on (go test -race) or the weft_debug build tag,
-// nothing is reused, and the server checks that each request it handed a
-// handler became unreachable once the handler returned: one that did not
-// is logged at Error level, and Serve panics with that report when it
-// returns, so the test that runs such a handler fails.
+// nothing is reused, and the server writes over the request, its URL and
+// header, and the response header, as soon as the handler has returned:
+// a goroutine that still uses them, unsynchronized with the handler's
+// return, makes a data race that the race detector reports, so the test
+// that runs such a handler fails; a task that uses them later finds them
+// empty. Only uses are reported: a request that something merely still
+// references (a context.WithTimeout made on r.Context() keeps its parent
+// while the runtime keeps its stopped timer; chi's Logger and Timeout
+// middleware do exactly this) is no error.
+//
+// # Hijacking
+//
+// A handler takes its connection over with http.Hijacker or
+// http.ResponseController's Hijack, as WebSocket libraries do. What the
+// server held is sent first (a 101 set with WriteHeader, the responses to
+// earlier pipelined requests), and the bytes it had read past the request
+// head are in the returned bufio.Reader. From then on the connection is
+// the handler's: the server applies none of its timeouts to it, does not
+// close it after the handler returns, and its graceful stop neither waits
+// for it in the drain nor closes it (Shutdown calls the functions given to
+// RegisterOnShutdown, where a handler can be told to end); once the drain
+// is over, the tasks of handlers still running on hijacked connections
+// are cancelled, so that Serve can return (their tasks are Serve's). The
+// handler, or the code it hands the connection to, must close it.
+//
+// The net.Conn may be read and written by any task of the Run, each call
+// suspending the task that makes it, so a reader task and a writer task
+// may share it; its deadlines and Close may be used from anywhere. For now
+// its Read and Write may not be called from a goroutine outside the Run
+// (they panic), Hijack is refused (an error wrapping
+// http.ErrNotSupported) in a handler run by Blocking and over TLS: both
+// wait for weft's net.Conn for goroutines and its TLS connection that a
+// reader and a writer task may share.
+//
+// gorilla/websocket (v1.5.3) and coder/websocket (v1.8.14) work unchanged
+// in handlers on tasks (examples/websocket: echo, a broadcast chat,
+// ping/pong, close handshakes, 1 MB messages, vanishing clients, under
+// -race on one and two loops, and in headless Chromium), with one rule:
+// one task writes each connection. Both libraries guard their writer with
+// a Go channel used as a mutex, and their readers write replies (pongs,
+// the closing frame) themselves: a reader task that waits for that mutex
+// while the writer task holding it is suspended in a write blocks the
+// loop. Hand the reader's replies to the writer task (gorilla's
+// SetPingHandler and SetCloseHandler), or read and write in one task (as
+// coder/websocket's echo does).
+//
+// # Coming from net/http
+//
+// A net/http program usually moves to whttp by wrapping its handler:
+// Server{Handler: whttp.Adapt(mux)} and srv.Serve(t, ln) in a weft.Run.
+// What to know:
+//
+//   - Runs unchanged under Adapt, in the connection's task: http.ServeMux
+//     and its patterns, http.FileServer and http.ServeContent (Range,
+//     conditional requests, sendfile), http.StripPrefix, http.MaxBytesReader,
+//     http.ResponseController (Flush, SetReadDeadline, SetWriteDeadline,
+//     EnableFullDuplex, Hijack), JSON APIs, and middleware that wraps the
+//     writer or the context. Tried: chi v5 with RequestID, Logger,
+//     Recoverer, Timeout and Compress (examples/websocket, under -race).
+//   - Anything that blocks must not run on the loop: a Go channel
+//     receive, a sync.Mutex wait, time.Sleep, a blocking database or
+//     cache client. Run such a handler through Blocking (tried:
+//     net/http/pprof, http.TimeoutHandler, a streaming handler), or, in a
+//     handler on the task, make the blocking call with BlockingCall, whose
+//     context carries r.Context()'s deadline (chi's Timeout) as net/http
+//     code expects; weft.Blocking's own context is the task's. To suspend
+//     instead (Sleep, weft channels, Offload), a standard handler gets its
+//     task with TaskOf(r).
+//   - r.Context() ends when the handler returns, when the client goes
+//     away (ErrClientGone, at once, whatever the handler waits on: the
+//     handler's task is cancelled too) and when the drain timeout or
+//     Close cuts the connection off. Its values are Serve's task's (or
+//     BaseContext's and ConnContext's), http.LocalAddrContextKey's, and
+//     http.ServerContextKey's, which is the *whttp.Server.
+//   - Streaming (Server-Sent Events): write, Flush, then wait (t.Sleep, a
+//     weft channel) in a Handler; or, under Blocking, select on
+//     r.Context().Done() as under net/http. Either ends when the client
+//     leaves.
+//   - WebSockets: see Hijacking.
+//   - Stopping: cancel the task in Serve, or call srv.Shutdown(ctx) from
+//     a goroutine (a signal handler), as with net/http; Serve then returns
+//     http.ErrServerClosed. Close cuts every connection at once.
+//   - The Server's fields are net/http's where they mean the same thing
+//     (ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout,
+//     MaxHeaderBytes, ConnState, ConnContext, TLSConfig); BaseContext takes
+//     the *weft.Listener; DrainTimeout bounds a graceful stop; Logger is a
+//     *slog.Logger. There is no HTTP/2 and no TLSNextProto.
+//   - The server reuses the request, its URL and header, and the response
+//     header, once the handler returns: copy (r.Clone) what must outlive
+//     it. go test -race reports code that breaks this rule (see Cost).
 //
 // # Scope
 //
 // HTTP/1.0 and HTTP/1.1 only: keep-alive, pipelining, Content-Length and
 // chunked bodies both ways, Expect: 100-continue, HEAD, trailers,
-// http.Flusher. HTTP/2 and HTTP/3 are out of scope: the server offers only
-// "http/1.1" by ALPN and the client asks for nothing else. The client has
-// no proxy support and no transparent gzip.
+// http.Flusher, Hijack. HTTP/2 and HTTP/3 are out of scope: the server
+// offers only "http/1.1" by ALPN and the client asks for nothing else. The
+// client has no proxy support and no transparent gzip.
 //
 // # Tasks
 //
 // A handler's Task, and the body and writer of its request, must be used by
 // the connection's task (a read or write from another task or goroutine
-// panics with a "weft:" message). A client response body may be read by
-// any task of the Run that called Do (see Client.Do).
+// panics with a "weft:" message); a hijacked connection, by any task of
+// the Run (see Hijacking). A client response body may be read by any task
+// of the Run that called Do (see Client.Do).
 package whttp

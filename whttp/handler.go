@@ -25,10 +25,22 @@ import (
 // -race check this rule (see the package doc's Cost).
 //
 // Use r.Context() for work that should end with the request: it is done
-// when ServeHTTP returns or the connection is cut off (see Server.Serve),
-// with Err context.Canceled (context.Cause gives the drain timeout's
-// cause). A graceful stop of the server neither cancels t nor
-// r.Context(); the drain timeout cancels both.
+// when ServeHTTP returns, when the client goes away, or when the
+// connection is cut off (see Server.Serve), with Err context.Canceled
+// (context.Cause says why). A graceful stop of the server neither cancels
+// t nor r.Context(); the drain timeout cancels both.
+//
+// The connection is watched while the handler runs, as net/http watches
+// it: once the request has been read whole (it has no body, or the
+// handler read the body to its end), a client that closes or resets the
+// connection cancels r.Context() with a cause matching ErrClientGone, and
+// cancels t (and the tasks the handler started): a handler suspended in
+// Sleep, a channel, weft.Blocking or a write sees it at once, as an error
+// matching context.Canceled. Work that must finish all the same runs in
+// t.Protect. The response the handler then writes is still sent (a client
+// that only shut down its writing side reads it), and the connection
+// closes after it. Bytes that arrive instead (a pipelined request) are
+// kept for the next request.
 type Handler interface {
 	ServeHTTP(t *weft.Task, w http.ResponseWriter, r *http.Request)
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/testcert"
 	"github.com/weft-go/weft/whttp"
 )
 
@@ -326,4 +327,15 @@ func curl(t *testing.T, args ...string) string {
 		t.Fatalf("curl %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// newCerts makes a certificate authority and a server certificate for
+// 127.0.0.1.
+func newCerts(t *testing.T) *testcert.Certs {
+	t.Helper()
+	certs, err := testcert.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certs
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -165,9 +166,9 @@ var (
 // returns it as a string. It checks that every LF follows a CR and that
 // the head (with the empty lines before it) stays within MaxHeaderBytes
 // plus 4096 bytes (net/http's allowance for the request line); on an I/O
-// error (the client stopped or was too slow) it returns a headError whose
-// code is 0 for nothing to answer, or 400 when part of a request had
-// arrived.
+// error it returns a headError whose code is 0 when nobody is left to
+// read an answer (a close or reset), 408 past the header's deadline, and
+// 400 when the client ended its stream halfway through a head.
 func (c *conn) readHead() (string, *headError) {
 	in := &c.st.in
 	limit := c.sv.s.maxHeaderBytes() + 4096
@@ -231,10 +232,15 @@ func (c *conn) readHead() (string, *headError) {
 			}
 		}
 		if err := c.fill(); err != nil {
-			// Part of a request has arrived (the idle wait read some):
-			// answer 400, as net/http does, unless the client is gone.
-			if isClosedOrReset(err) {
+			// Part of a request has arrived (the idle wait read some).
+			// Past the header's deadline: 408 (RFC 9110 section
+			// 15.5.9); the client ended it halfway: 400; nobody is
+			// left to read an answer: none.
+			switch {
+			case isClosedOrReset(err):
 				return "", &headError{reason: "reading the request head: " + err.Error()}
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return "", &headError{code: http.StatusRequestTimeout, reason: "request head incomplete at the deadline: " + err.Error()}
 			}
 			return "", &headError{code: http.StatusBadRequest, reason: "request head incomplete: " + err.Error()}
 		}
@@ -288,7 +294,7 @@ func (c *conn) respond(t *weft.Task, req *http.Request, body *reqBody, expect st
 		if body != nil {
 			body.trailer = nil // the request is over: no reference to it
 		}
-		c.noteReturned(req)
+		retire(req, w.header)
 	}()
 	if expect != "" {
 		if !strings.EqualFold(expect, "100-continue") {
@@ -299,7 +305,12 @@ func (c *conn) respond(t *weft.Task, req *http.Request, body *reqBody, expect st
 			body.expect = true
 		}
 	}
-	if !c.runHandler(t, hd, w, req) {
+	if body == nil {
+		c.startWatch(t) // else when the handler has read the body (body.go)
+	}
+	ok := c.runHandler(t, hd, w, req)
+	c.stopWatch(t)
+	if !ok || c.hijacked {
 		return false
 	}
 	if !w.finish() {
@@ -323,8 +334,13 @@ func (c *conn) runHandler(t *weft.Task, hd *reqHandle, w *response, req *http.Re
 			c.sv.log.Error("whttp: panic serving request", "remote", c.remote,
 				"method", req.Method, "uri", req.RequestURI, "panic", r, "stack", string(debug.Stack()))
 		}
+		c.stopWatch(t) // before the connection's buffers go
 		w.done = true
 		c.stopIt.Store(true)
+		if c.hijacked {
+			ok = false // the connection is the hijacker's: nothing more on it
+			return
+		}
 		if !w.committed && !c.isCut() {
 			c.writeError(http.StatusInternalServerError, "")
 		} else if w.committed {

@@ -16,6 +16,8 @@ package whttp
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,6 +30,7 @@ type reqHandle struct {
 	// c.mu: the request's context, made by the first Done.
 	real   context.Context
 	cancel context.CancelCauseFunc
+	notify chan bool // c.mu: CloseNotify's channel, made by its first call
 }
 
 // live returns the response of h's request, or nil once it has ended. Only
@@ -61,6 +64,16 @@ func (h *reqHandle) Write(p []byte) (int, error) {
 func (h *reqHandle) WriteString(s string) (int, error) {
 	if w := h.live(); w != nil {
 		return w.WriteString(s)
+	}
+	return 0, errWriteAfterHandler
+}
+
+// ReadFrom copies src to the body, with sendfile(2) from a file where it
+// can (see response.ReadFrom): io.ReaderFrom, for io.Copy and
+// http.ServeContent.
+func (h *reqHandle) ReadFrom(src io.Reader) (int64, error) {
+	if w := h.live(); w != nil {
+		return w.ReadFrom(src)
 	}
 	return 0, errWriteAfterHandler
 }
@@ -107,10 +120,32 @@ func (h *reqHandle) SetWriteDeadline(d time.Time) error {
 	return h.c.wc.SetWriteDeadline(d)
 }
 
+// CloseNotify returns a channel that receives true if the client goes
+// away while the handler runs (http.CloseNotifier, which net/http
+// deprecates in favour of r.Context(): the same news, with a cause).
+func (h *reqHandle) CloseNotify() <-chan bool {
+	c := h.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.notify == nil {
+		h.notify = make(chan bool, 1)
+		if c.gen == h.gen && c.active && c.cause != nil && errors.Is(c.cause, ErrClientGone) {
+			h.notify <- true
+		}
+	}
+	return h.notify
+}
+
+// EnableFullDuplex lets the handler read the request body after it has
+// begun to write the response, for http.ResponseController: whttp always
+// allows it, so it does nothing and returns nil.
+func (h *reqHandle) EnableFullDuplex() error { return nil }
+
 // The context.Context methods: from any goroutine.
 
-// Deadline returns the deadline of Serve's context: none.
-func (h *reqHandle) Deadline() (time.Time, bool) { return h.c.sv.base.Deadline() }
+// Deadline returns the deadline of the connection's base context
+// (BaseContext's, ConnContext's): none by default.
+func (h *reqHandle) Deadline() (time.Time, bool) { return h.c.base().Deadline() }
 
 // closedDone is the Done channel of a request's context asked for the
 // first time after the request ended.
@@ -126,35 +161,42 @@ func (h *reqHandle) Done() <-chan struct{} {
 		if c.gen != h.gen || !c.active {
 			return closedDone
 		}
-		h.real, h.cancel = context.WithCancelCause(c.sv.base)
-		if c.cut {
-			h.cancel(errDrainTimeout)
+		h.real, h.cancel = context.WithCancelCause(c.base())
+		if c.cause != nil {
+			h.cancel(c.cause)
 		}
 	}
 	return h.real.Done()
 }
 
-// Err returns nil while the request runs, then context.Canceled.
+// Err returns nil while the request runs, then context.Canceled (or the
+// base context's error, if that ended first).
 func (h *reqHandle) Err() error {
 	c := h.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case h.real != nil:
+		c.mu.Unlock()
 		return h.real.Err()
-	case c.gen != h.gen || !c.active || c.cut:
+	case c.gen != h.gen || !c.active || c.cause != nil:
+		c.mu.Unlock()
 		return context.Canceled
 	}
-	return nil
+	c.mu.Unlock()
+	return c.base().Err()
 }
 
-// Value returns the connection's task for TaskOf, the local address for
-// http.LocalAddrContextKey, and otherwise what Serve's context holds.
+// Value returns the connection's task for TaskOf, the server for
+// http.ServerContextKey (a *whttp.Server, not an *http.Server), the local
+// address for http.LocalAddrContextKey, and otherwise what the base
+// context (BaseContext's, ConnContext's, Serve's task's) holds.
 func (h *reqHandle) Value(key any) any {
 	c := h.c
 	switch key {
 	case taskKey{}:
 		return c.t
+	case http.ServerContextKey:
+		return c.sv.s
 	case http.LocalAddrContextKey:
 		return c.wc.LocalAddr()
 	}
@@ -164,7 +206,7 @@ func (h *reqHandle) Value(key any) any {
 	if real != nil {
 		return real.Value(key) // context.Cause finds the real context's cause here
 	}
-	return c.sv.base.Value(key)
+	return c.base().Value(key)
 }
 
 // endRequest marks the request in flight ended: its handle stops writing,
@@ -172,6 +214,7 @@ func (h *reqHandle) Value(key any) any {
 func (c *conn) endRequest() {
 	c.mu.Lock()
 	c.active = false
+	c.handling = false
 	h := c.cur
 	c.cur = nil
 	var cancel context.CancelCauseFunc
@@ -190,6 +233,7 @@ func (c *conn) beginRequest() *reqHandle {
 	c.mu.Lock()
 	c.gen = h.gen
 	c.active = true
+	c.handling = true // until stopWatch
 	c.cur = h
 	c.mu.Unlock()
 	return h

@@ -25,7 +25,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -64,6 +66,8 @@ type response struct {
 	written       int64  // body bytes the handler wrote
 	contentLength int64  // declared by the handler; -1 if none
 	mode          bodyMode
+	hijacked      bool     // the handler took the connection over (hijack.go)
+	failed        bool     // a write to the connection failed
 	closeAfter    bool     // the connection ends after this response
 	trailers      []string // declared trailer names
 }
@@ -142,6 +146,9 @@ func (w *response) writeInformational(code int) {
 
 // admit checks that n more body bytes may be written, and counts them.
 func (w *response) admit(n int) error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
 	if w.done {
 		return errWriteAfterHandler
 	}
@@ -223,7 +230,7 @@ func (w *response) wrote(n int, err error) (int, error) {
 		_, err = w.c.st.bw.WriteString("\r\n")
 	}
 	if err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return 0, err
 	}
 	return n, nil
@@ -243,6 +250,9 @@ func (w *response) writeOut(p []byte) (int, error) {
 // (http.Flusher's Flush, returning the write error if any, for
 // http.ResponseController).
 func (w *response) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
 	if w.done {
 		return errWriteAfterHandler
 	}
@@ -255,7 +265,7 @@ func (w *response) FlushError() error {
 		}
 	}
 	if err := w.c.st.bw.Flush(); err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return err
 	}
 	return nil
@@ -374,17 +384,21 @@ func (w *response) commit(final bool) error {
 	if w.mode == modeChunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
-	if w.closeAfter {
+	switch {
+	case w.status == http.StatusSwitchingProtocols:
+		// The handler's Connection: Upgrade stands; the connection
+		// is about to be hijacked.
+	case w.closeAfter:
 		// HTTP/1.0 closes by default: net/http says nothing there.
 		if is11 && !connClose {
 			bw.WriteString("Connection: close\r\n")
 		}
-	} else if !is11 {
+	case !is11:
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	_, err := bw.WriteString("\r\n")
 	if err != nil {
-		w.closeAfter = true
+		w.closeAfter, w.failed = true, true
 		return err
 	}
 	if len(w.stage) > 0 {
@@ -437,9 +451,11 @@ func (w *response) finish() bool {
 		bw.WriteString("\r\n")
 	case modeFixed:
 		if w.written < w.contentLength {
-			w.c.sv.log.Error("whttp: closing the connection: the handler wrote less than its Content-Length",
-				"remote", w.c.remote, "method", w.req.Method, "uri", w.req.RequestURI,
-				"written", w.written, "content_length", w.contentLength)
+			if !w.failed { // else a write failed: the client is gone, nothing to report
+				w.c.sv.log.Error("whttp: closing the connection: the handler wrote less than its Content-Length",
+					"remote", w.c.remote, "method", w.req.Method, "uri", w.req.RequestURI,
+					"written", w.written, "content_length", w.contentLength)
+			}
 			w.closeAfter = true
 			return false
 		}
@@ -573,3 +589,72 @@ func writeDate(bw *bufio.Writer) {
 
 // trimOWS trims optional whitespace (SP, HTAB) from both ends.
 func trimOWS(s string) string { return strings.Trim(s, " \t") }
+
+// sniffLen is how many body bytes Content-Type sniffing looks at.
+const sniffLen = 512
+
+// ReadFrom copies src to the response body (io.ReaderFrom, which io.Copy
+// and http.ServeContent use). From a regular file (an *os.File, or an
+// io.LimitedReader of one) on a plain TCP connection, once the header is
+// out, the body goes to the socket with sendfile(2) (through the
+// connection's own io.ReaderFrom), not through the output buffer: the
+// first 512 bytes go through Write first, for Content-Type sniffing, as
+// net/http does. A chunked response, a HEAD, TLS, or any other reader:
+// through Write.
+func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
+	rf, ok := w.c.nc.(io.ReaderFrom)
+	if !ok || w.c.tls != nil || !isFile(src) || w.hijacked || w.done {
+		return io.Copy(writerOnly{w}, src)
+	}
+	if !w.committed {
+		n0, err := io.Copy(writerOnly{w}, io.LimitReader(src, sniffLen))
+		n += n0
+		if err != nil || n0 < sniffLen {
+			return n, err
+		}
+		if !w.committed {
+			if err := w.commit(false); err != nil {
+				return n, err
+			}
+		}
+	}
+	if w.mode != modeFixed || w.req.Method == http.MethodHead {
+		n0, err := io.Copy(writerOnly{w}, src)
+		return n + n0, err
+	}
+	// The declared length bounds what is sent, as Write's checks do.
+	left := w.contentLength - w.written
+	if left <= 0 {
+		n0, err := io.Copy(writerOnly{w}, src) // nothing more fits: Write says so
+		return n + n0, err
+	}
+	if err := w.c.st.bw.Flush(); err != nil {
+		w.closeAfter, w.failed = true, true
+		return n, err
+	}
+	n0, err := rf.ReadFrom(&io.LimitedReader{R: src, N: left})
+	n += n0
+	w.written += n0
+	if err != nil {
+		w.closeAfter, w.failed = true, true
+	}
+	return n, err
+}
+
+// isFile reports whether r is a file, or io.LimitedReaders of one: what a
+// connection's ReadFrom sends with sendfile.
+func isFile(r io.Reader) bool {
+	for {
+		switch x := r.(type) {
+		case *os.File:
+			return true
+		case *io.LimitedReader:
+			r = x.R
+		default:
+			return false
+		}
+	}
+}
+
+// writerOnly hides a writer's ReadFrom from io.Copy.
+type writerOnly struct{ io.Writer }

@@ -2,11 +2,14 @@ package whttp_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -237,6 +240,112 @@ func TestResponsesAsNetHTTPGivesThem(t *testing.T) {
 				if w, n := describe(ws.addr, method, proto, path), describe(naddr, method, proto, path); w != n {
 					t.Errorf("%s %s %s:\n whttp:    %s\n net/http: %s", method, path, proto, w, n)
 				}
+			}
+		}
+	}
+}
+
+// A handler may read the body after it has begun to answer (full duplex):
+// EnableFullDuplex says yes, under Adapt and under Blocking, and the
+// client gets the first part of the answer before it sends the rest of
+// its body.
+func TestFullDuplexReadsTheBodyAfterWriting(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if err := rc.EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		io.WriteString(w, "ready;")
+		rc.Flush()
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(w, "got %s", b)
+	})
+	for _, hh := range []whttp.Handler{whttp.Adapt(h), whttp.Blocking(h)} {
+		ts := startServer(t, &whttp.Server{Handler: hh})
+		rc := dialRaw(t, ts.addr)
+		rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello")
+		resp, err := http.ReadResponse(rc.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make([]byte, len("ready;"))
+		if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "ready;" {
+			t.Fatalf("first part %q, %v", first, err)
+		}
+		rc.send("world")
+		rest, err := io.ReadAll(resp.Body)
+		if err != nil || string(rest) != "got helloworld" {
+			t.Fatalf("rest %q, %v", rest, err)
+		}
+	}
+}
+
+// http.FileServer (http.ServeContent: io.CopyN from the file, so the
+// writer's io.ReaderFrom, sendfile on Linux) serves a large file whole, a
+// Range of it, a HEAD and a conditional request as net/http's server
+// does, over keep-alive, with a slow reader at first.
+func TestFileServerSendsLargeFiles(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 5<<20+777)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte("small file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := http.FileServer(http.Dir(dir))
+	ws := startServer(t, &whttp.Server{Handler: whttp.Adapt(fs)})
+	ns := startNetHTTP(t, fs)
+	client := newClient(t)
+	get := func(addr, path string, hdr map[string]string, method string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(method, "http://"+addr+path, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // the server meets a full socket
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	for _, c := range []struct {
+		path, method string
+		hdr          map[string]string
+	}{
+		{"/big.bin", "GET", nil},
+		{"/big.bin", "GET", map[string]string{"Range": "bytes=1000-2999999"}},
+		{"/big.bin", "HEAD", nil},
+		{"/small.txt", "GET", nil},
+		{"/big.bin", "GET", map[string]string{"Range": "bytes=0-9,100-109"}},
+	} {
+		wr, wb := get(ws.addr, c.path, c.hdr, c.method)
+		nr, nb := get(ns, c.path, c.hdr, c.method)
+		multipart := strings.HasPrefix(nr.Header.Get("Content-Type"), "multipart/") // a random boundary
+		if wr.StatusCode != nr.StatusCode || !multipart && !bytes.Equal(wb, nb) || len(wb) != len(nb) || wr.ContentLength != nr.ContentLength ||
+			!multipart && wr.Header.Get("Content-Type") != nr.Header.Get("Content-Type") {
+			t.Fatalf("%s %s %v: whttp %d (%d bytes, CL %d, %q), net/http %d (%d bytes, CL %d, %q)", c.method, c.path, c.hdr,
+				wr.StatusCode, len(wb), wr.ContentLength, wr.Header.Get("Content-Type"), nr.StatusCode, len(nb), nr.ContentLength, nr.Header.Get("Content-Type"))
+		}
+		if c.path == "/big.bin" && c.hdr == nil && c.method == "GET" && !bytes.Equal(wb, data) {
+			t.Fatal("the file's bytes differ")
+		}
+		if etag := wr.Header.Get("Last-Modified"); c.method == "GET" && c.hdr == nil && etag != "" {
+			r2, b2 := get(ws.addr, c.path, map[string]string{"If-Modified-Since": etag}, "GET")
+			if r2.StatusCode != http.StatusNotModified || len(b2) != 0 {
+				t.Fatalf("conditional: %d, %d bytes", r2.StatusCode, len(b2))
 			}
 		}
 	}

@@ -18,13 +18,17 @@ package whttp
 // and every string.
 //
 // The check: with the race detector on (go test -race) or the build tag
-// weft_debug, nothing is reused, and the server verifies that the
-// requests its handlers received became unreachable after they returned
-// (weak pointers, checked after a garbage collection at the end of each
-// connection and every 16 requests). A request still reachable is a
-// handler that kept it: the server logs it at Error level at once, and
-// Serve panics with the first such report when it returns, so a test
-// that runs the handler fails.
+// weft_debug, nothing is reused (each request gets fresh objects), and the
+// server writes over what a handler may not keep as soon as it has
+// returned (retire): a goroutine that still uses the request, its URL or
+// header, or the response header, unsynchronized with the handler's
+// return, is a data race that the race detector reports, with both
+// stacks. Only a use is reported, never a mere reference: a request that
+// stays reachable after its handler returned (a context.WithTimeout on
+// r.Context() keeps its parent, and so chi's log entry with the request
+// in it, for as long as the runtime keeps the stopped timer) is no
+// error. (An earlier check reported requests that a garbage collection
+// found still reachable, and so accused such middleware.)
 
 import (
 	"bufio"
@@ -33,10 +37,8 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"runtime"
 	"sync"
 	"unsafe"
-	"weak"
 )
 
 // reqState is what a connection holds while a request is in flight.
@@ -77,14 +79,18 @@ func getState(dst net.Conn) *reqState {
 }
 
 // putState gives st back; it holds no input, and its output is flushed.
+// A state whose buffers a hijack dropped (hijack.go) gets new ones.
 // What it refers to of its last request (the connection, through the
 // request's context) is dropped, so that the pool keeps no connection.
 func putState(st *reqState) {
+	if st.bw == nil {
+		st.bw = bufio.NewWriterSize(nil, outSize)
+	}
 	st.bw.Reset(nil)
 	if st.req != nil {
 		*st.req = http.Request{}
 	}
-	if len(st.in.buf) != inSize {
+	if len(st.in.buf) != inSize { // nil after a hijack
 		st.in.buf = make([]byte, inSize) // a large head grew it for one request
 	}
 	st.in.r, st.in.w = 0, 0
@@ -162,51 +168,22 @@ func setContext(r *http.Request, ctx context.Context) *http.Request {
 	return r
 }
 
-// retained is a request a handler was given, to check once it returned.
-type retained struct {
-	req  weak.Pointer[http.Request]
-	url  weak.Pointer[url.URL]
-	what string
-}
-
-// checkEvery is how many requests a connection checks at a time.
-const checkEvery = 16
-
-// noteReturned records req, whose handler returned, for the check.
-func (c *conn) noteReturned(req *http.Request) {
+// retire ends the handler's hold on req, whose handler has returned
+// (with hdr, the response's header). With the check on, it writes over
+// them at once, as a later request's reuse would: a goroutine that still
+// reads one of them without having synchronized with the handler's
+// return races with this write, and the race detector reports both
+// stacks; code of the Run that reads them later (after a channel, say)
+// finds them empty (a nil URL, no fields) instead of another request's.
+// Without the check the reuse itself does this, later.
+func retire(req *http.Request, hdr http.Header) {
 	if !checkRetention {
 		return
 	}
-	if c.retained == nil {
-		c.retained = new([]retained)
+	if u := req.URL; u != nil {
+		*u = url.URL{}
 	}
-	*c.retained = append(*c.retained, retained{req: weak.Make(req), url: weak.Make(req.URL), what: req.Method + " " + req.RequestURI})
-}
-
-// checkRetained reports the requests still reachable, after a collection:
-// at once if final, else when checkEvery have gathered.
-func (c *conn) checkRetained(final bool) {
-	if !checkRetention || c.retained == nil || !final && len(*c.retained) < checkEvery {
-		return
-	}
-	runtime.GC()
-	for _, r := range *c.retained {
-		if r.req.Value() != nil || r.url.Value() != nil {
-			c.sv.handlerKept(r.what)
-		}
-	}
-	clear(*c.retained)
-	*c.retained = (*c.retained)[:0]
-}
-
-// handlerKept reports a handler that kept its request.
-func (sv *serving) handlerKept(what string) {
-	msg := "whttp: a handler kept the *http.Request (or its URL) of " + what +
-		" after it returned; the server reuses them for later requests: pass r.Clone(ctx) to what outlives the handler"
-	sv.log.Error(msg)
-	sv.mu.Lock()
-	if sv.kept == "" {
-		sv.kept = msg
-	}
-	sv.mu.Unlock()
+	clear(req.Header) // r.Trailer is the request's own: it stays
+	*req = http.Request{}
+	clear(hdr)
 }

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -52,10 +53,12 @@ type Server struct {
 
 	// ReadHeaderTimeout bounds the time from the first byte of a request
 	// (for the first request: from the accept) to the end of its header. A
-	// client slower than that gets 400 Bad Request and the connection is
-	// closed, as net/http does; if no byte of the request has arrived (the
-	// first request), the connection is closed without an answer. Zero:
-	// ReadTimeout applies; both zero, no limit.
+	// client slower than that gets 408 Request Timeout (RFC 9110 section
+	// 15.5.9) and the connection is closed; if no byte of the request has
+	// arrived (the first request), the connection is closed without an
+	// answer, as net/http does. (net/http answers 400 when its deadline
+	// falls inside a line of the head and nothing when it falls between
+	// two lines.) Zero: ReadTimeout applies; both zero, no limit.
 	ReadHeaderTimeout time.Duration
 
 	// ReadTimeout bounds the reading of a whole request, body included.
@@ -93,6 +96,28 @@ type Server struct {
 	// Logger receives handler panics (with their stacks) and connection
 	// errors; nil means slog.Default().
 	Logger *slog.Logger
+
+	// BaseContext, if not nil, returns the context that the requests
+	// Serve accepts on ln derive from, as net/http's does (it gets the
+	// *weft.Listener rather than a net.Listener): its values are in every
+	// r.Context(), and its cancellation cancels them (it does not stop
+	// the server). It is called once per Serve, in Serve's task, and must
+	// not block nor return nil. Nil: Serve's task's context, without its
+	// cancellation.
+	BaseContext func(ln *weft.Listener) context.Context
+
+	// ConnContext, if not nil, returns the context of one connection's
+	// requests, derived from ctx (BaseContext's), as net/http's does. It
+	// is called in the connection's task as it starts, with the accepted
+	// connection (before any TLS handshake; its Read and Write belong to
+	// that task), and must not block nor return nil.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
+
+	// The Serve calls in progress and the stop (Shutdown, Close).
+	mu         sync.Mutex
+	servings   map[*serving]struct{} // mu
+	closed     bool                  // mu: Shutdown or Close was called
+	onShutdown []func()              // mu
 }
 
 // serving is the state of one Serve call. Its connection tasks live on
@@ -106,11 +131,24 @@ type serving struct {
 	ln      *weft.Listener
 	base    context.Context // values of Serve's task, without its cancellation
 
+	// stopped: Shutdown (stopGraceful) or Close (stopNow) closed ln;
+	// Serve then returns http.ErrServerClosed.
+	stopped atomic.Int32
+	done    chan struct{} // closed when Serve returns
+
 	mu    sync.Mutex
-	conns map[*conn]struct{}         // mu: the connections not yet ended
-	idle  func(struct{}, error) bool // mu: settles the drain's wait when conns empties
-	kept  string                     // mu: the first handler found keeping its request (reuse.go)
+	conns map[*conn]struct{} // mu: the connections not yet ended, but hijacked ones
+	// hijacked: connections a handler took over whose task has not ended
+	// (hijack.go).
+	hijacked map[*conn]struct{}         // mu
+	idle     func(struct{}, error) bool // mu: settles the drain's wait when conns empties
 }
+
+// How a Serve was stopped from outside (serving.stopped).
+const (
+	stopGraceful = 1 // Shutdown
+	stopNow      = 2 // Close
+)
 
 // snapshot returns the connections not yet ended.
 func (sv *serving) snapshot() []*conn {
@@ -124,11 +162,14 @@ func (sv *serving) snapshot() []*conn {
 }
 
 // Serve accepts connections on ln and serves each in a task of its own
-// until t is cancelled or ln fails. It suspends t for as long as it
-// serves, and always closes ln. Cancelling t is a graceful stop (below):
-// Serve then waits for every connection task to end and returns nil. If ln
-// fails (closed by someone else: an error matching net.ErrClosed), Serve
-// stops the same way and returns that error.
+// until t is cancelled, Shutdown or Close is called, or ln fails. It
+// suspends t for as long as it serves, and always closes ln. Cancelling t
+// is a graceful stop (below): Serve then waits for every connection task
+// to end and returns nil. After Shutdown it stops the same way and
+// returns http.ErrServerClosed (at once, closing ln, if Shutdown or Close
+// was called before), as net/http's does; after Close, the same without
+// the grace. If ln fails (closed by someone else: an error matching
+// net.ErrClosed), Serve stops gracefully and returns that error.
 //
 // A connection's task starts on t's loop and runs on the connection's
 // home loop: with several loops (WithLoops), connections are spread over
@@ -145,11 +186,10 @@ func (sv *serving) snapshot() []*conn {
 // inside Protect). Past DrainTimeout, what is still busy is cut off: the
 // handler's task is cancelled (its suspension points return an error
 // matching context.Canceled), its request context is cancelled and its
-// connection closed.
-//
-// With the retention check on (the race detector or the weft_debug build
-// tag; see the package doc, Cost), Serve panics when it returns if a
-// handler kept its request past its return.
+// connection closed. Connections a handler hijacked are not the server's:
+// the drain neither waits for them nor closes them, and once it is over
+// the tasks of their handlers that still run are cancelled, so that Serve
+// can return (see the package doc, Hijacking).
 func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	if ln == nil {
 		panic("whttp: Serve called with a nil listener")
@@ -159,9 +199,22 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 		handler: s.Handler,
 		log:     s.Logger,
 		ln:      ln,
-		base:    context.WithoutCancel(t.Context()),
 		conns:   make(map[*conn]struct{}),
+		done:    make(chan struct{}),
 	}
+	if s.BaseContext != nil {
+		sv.base = s.BaseContext(ln)
+		if sv.base == nil {
+			panic("whttp: Server.BaseContext returned nil")
+		}
+	} else {
+		sv.base = context.WithoutCancel(t.Context())
+	}
+	if !s.track(sv) {
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	defer s.untrack(sv)
 	if sv.handler == nil {
 		sv.handler = Adapt(http.DefaultServeMux)
 	}
@@ -181,7 +234,7 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 			if r := recover(); r != nil {
 				ln.Close()
 				for _, c := range sv.snapshot() {
-					c.cutOff()
+					c.cutOff(errDrainTimeout)
 				}
 				panic(r)
 			}
@@ -198,15 +251,18 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 				}
 				break
 			}
+			if sv.stopped.Load() != 0 {
+				wc.Close() // accepted as Shutdown closed ln
+				break
+			}
 			sv.start(g, wc)
 		}
-		return t.Protect(sv.drain)
+		err := t.Protect(sv.drain)
+		sv.endHijacked()
+		return err
 	})
-	sv.mu.Lock()
-	kept := sv.kept
-	sv.mu.Unlock()
-	if kept != "" {
-		panic(kept)
+	if sv.stopped.Load() != 0 {
+		return http.ErrServerClosed
 	}
 	if lnErr != nil {
 		return lnErr
@@ -256,22 +312,143 @@ func (sv *serving) drain(t *weft.Task) error {
 	if d == 0 {
 		d = DefaultDrainTimeout
 	}
+	if sv.stopped.Load() == stopNow {
+		d = 0
+	}
+	if d == 0 {
+		sv.cutAll() // Close: the group waits for the connection tasks
+		return nil
+	}
 	if d < 0 {
 		p.Await(t)
 		return nil
 	}
 	if _, err := weft.Timeout(t, d, p.Await); err != nil {
-		busy := sv.snapshot()
-		sv.log.Warn("whttp: graceful stop: drain timeout; closing busy connections",
-			"addr", sv.ln.Addr().String(), "conns", len(busy), "timeout", d)
-		for _, c := range busy {
-			c.cutOff()
+		busy := sv.cutAll()
+		sv.log.Warn("whttp: graceful stop: drain timeout; closed busy connections",
+			"addr", sv.ln.Addr().String(), "conns", busy, "timeout", d)
+	}
+	return nil
+}
+
+// cutAll cuts off every connection not yet ended, and returns how many.
+func (sv *serving) cutAll() int {
+	busy := sv.snapshot()
+	cause := errDrainTimeout
+	if sv.stopped.Load() == stopNow {
+		cause = errServerClose
+	}
+	for _, c := range busy {
+		c.cutOff(cause)
+	}
+	return len(busy)
+}
+
+// track adds sv to the Serve calls in progress, unless the server is
+// closed.
+func (s *Server) track(sv *serving) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.servings == nil {
+		s.servings = make(map[*serving]struct{})
+	}
+	s.servings[sv] = struct{}{}
+	return true
+}
+
+// untrack removes sv, whose Serve returns.
+func (s *Server) untrack(sv *serving) {
+	s.mu.Lock()
+	delete(s.servings, sv)
+	s.mu.Unlock()
+	close(sv.done)
+}
+
+// stopAll marks the server closed and stops every Serve in progress, how
+// says how; it returns them, and the functions RegisterOnShutdown gave.
+func (s *Server) stopAll(how int32) ([]*serving, []func()) {
+	s.mu.Lock()
+	s.closed = true
+	list := make([]*serving, 0, len(s.servings))
+	for sv := range s.servings {
+		list = append(list, sv)
+	}
+	fns := s.onShutdown
+	s.mu.Unlock()
+	for _, sv := range list {
+		sv.stopped.CompareAndSwap(0, how)
+		if how == stopNow {
+			sv.stopped.Store(stopNow) // Close after Shutdown: no more grace
+			for _, c := range sv.snapshot() {
+				c.cutOff(errServerClose)
+			}
+		}
+		sv.ln.Close()
+	}
+	return list, fns
+}
+
+// Shutdown stops the server gracefully, as cancelling Serve's task does
+// (see Serve): every Serve in progress closes its listener, closes its
+// idle connections and lets the requests in flight finish, for up to
+// DrainTimeout, and then returns http.ErrServerClosed; a later Serve
+// returns http.ErrServerClosed at once. Shutdown first starts each
+// function given to RegisterOnShutdown in a goroutine of its own, then
+// waits until every Serve has returned, or until ctx is done, when it
+// returns ctx.Err() (the drain goes on). Connections taken over by a
+// handler (Hijack) are the handler's: Shutdown neither waits for them nor
+// closes them.
+//
+// Shutdown blocks the goroutine that calls it, so call it from outside
+// the tasks of the Runs that serve (a signal handler's goroutine, a test):
+// in a task it would block the loop the drain needs. A task stops a
+// server by cancelling Serve's task, or runs Shutdown through
+// weft.Blocking.
+func (s *Server) Shutdown(ctx context.Context) error {
+	list, fns := s.stopAll(stopGraceful)
+	for _, f := range fns {
+		go f()
+	}
+	for _, sv := range list {
+		select {
+		case <-sv.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil
 }
 
-var errDrainTimeout = errors.New("whttp: server stopped: drain timeout")
+// Close stops the server at once: every Serve in progress closes its
+// listener and cuts every connection off as the drain timeout does (the
+// handlers' tasks and request contexts are cancelled, the connections
+// closed), then returns http.ErrServerClosed once the connection tasks
+// have ended; a later Serve returns http.ErrServerClosed at once.
+// Hijacked connections are not closed. Close does not suspend nor wait
+// for the Serves to return; any goroutine or task may call it. It returns
+// nil.
+func (s *Server) Close() error {
+	s.stopAll(stopNow)
+	return nil
+}
+
+// RegisterOnShutdown registers f to be called, in a goroutine of its own,
+// when Shutdown is called: to tell connections that a handler took over
+// (Hijack) to end, say, as net/http's does. It does not suspend.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.mu.Lock()
+	s.onShutdown = append(s.onShutdown, f)
+	s.mu.Unlock()
+}
+
+// The causes of a cut-off request's context.
+var (
+	errDrainTimeout = errors.New("whttp: server stopped: drain timeout")
+	errServerClose  = errors.New("whttp: server stopped: Close")
+)
 
 func isCancellation(err error) bool { return errors.Is(err, context.Canceled) }
 

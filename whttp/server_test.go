@@ -416,3 +416,186 @@ func TestCurlTalksToTheServer(t *testing.T) {
 		t.Fatalf("curl HTTP/1.0: %q", got)
 	}
 }
+
+// Shutdown, from a goroutine outside the Run, stops the server as
+// cancelling Serve's task does: the request in flight finishes whole (its
+// handler not cancelled), idle connections close, the functions given to
+// RegisterOnShutdown run, Shutdown returns once Serve has, and Serve
+// returns http.ErrServerClosed, as does a later Serve.
+func TestShutdownFromAGoroutineStopsGracefully(t *testing.T) {
+	started := make(chan struct{})
+	hooked := make(chan struct{})
+	srv := &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(started)
+			if err := t.Sleep(300 * time.Millisecond); err != nil {
+				io.WriteString(w, "cancelled")
+				return
+			}
+		}
+		io.WriteString(w, "done")
+	})}
+	srv.RegisterOnShutdown(func() { close(hooked) })
+	ts := startServer(t, srv)
+	idle := dialRaw(t, ts.addr)
+	idle.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+	if bodyOf(t, idle.response("GET")) != "done" {
+		t.Fatal("quick request")
+	}
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	resp := busy.response("GET")
+	if got := bodyOf(t, resp); got != "done" || !resp.Close {
+		t.Fatalf("in-flight response %q (close %v): want it whole, with Connection: close", got, resp.Close)
+	}
+	idle.expectClosed(5 * time.Second)
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	select {
+	case err := <-ts.errc:
+		if err != http.ErrServerClosed {
+			t.Fatalf("Serve: %v, want http.ErrServerClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	select {
+	case <-hooked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the RegisterOnShutdown function did not run")
+	}
+	run(t, func(wt *weft.Task) error {
+		ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		if err := srv.Serve(wt, ln); err != http.ErrServerClosed {
+			return fmt.Errorf("Serve after Shutdown: %v, want http.ErrServerClosed", err)
+		}
+		if _, err := ln.Accept(wt); !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("Serve after Shutdown left its listener open (Accept: %v)", err)
+		}
+		return nil
+	})
+}
+
+// A Shutdown whose context ends first returns its error; the drain goes
+// on, and Serve returns once the handler has finished.
+func TestShutdownReturnsWhenItsContextEnds(t *testing.T) {
+	started := make(chan struct{})
+	srv := &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		close(started)
+		t.Sleep(500 * time.Millisecond)
+		io.WriteString(w, "done")
+	})}
+	ts := startServer(t, srv)
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != context.DeadlineExceeded {
+		t.Fatalf("Shutdown: %v, want context.DeadlineExceeded", err)
+	}
+	if got := bodyOf(t, busy.response("GET")); got != "done" {
+		t.Fatalf("response %q: the drain should go on after Shutdown returned", got)
+	}
+	if err := <-ts.errc; err != http.ErrServerClosed {
+		t.Fatalf("Serve: %v, want http.ErrServerClosed", err)
+	}
+}
+
+// Close cuts every connection off at once: the handler's task and its
+// request context are cancelled, and Serve returns http.ErrServerClosed.
+func TestCloseCutsOffAtOnce(t *testing.T) {
+	started := make(chan struct{})
+	sleepErr := make(chan error, 1)
+	srv := &whttp.Server{DrainTimeout: time.Hour, Logger: (&logBuffer{}).logger(),
+		Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			close(started)
+			err := t.Sleep(time.Hour)
+			if r.Context().Err() == nil {
+				err = errors.New("the request context is not done")
+			}
+			sleepErr <- err
+		})}
+	ts := startServer(t, srv)
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	start := time.Now()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-sleepErr:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the handler's sleep returned %v, want a cancellation", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not cancel the handler")
+	}
+	if err := <-ts.errc; err != http.ErrServerClosed {
+		t.Fatalf("Serve: %v, want http.ErrServerClosed", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("Serve returned %v after Close", el)
+	}
+	busy.expectClosed(5 * time.Second)
+}
+
+type ctxKey string
+
+// BaseContext's and ConnContext's values reach r.Context(), and so does
+// the base's cancellation; http.ServerContextKey gives the *whttp.Server
+// and http.LocalAddrContextKey the listener's address.
+func TestBaseContextAndConnContext(t *testing.T) {
+	base, cancelBase := context.WithCancel(context.WithValue(context.Background(), ctxKey("base"), "b"))
+	defer cancelBase()
+	var conns atomic.Int32
+	var srv *whttp.Server
+	var lnAddr string
+	srv = &whttp.Server{
+		BaseContext: func(ln *weft.Listener) context.Context { lnAddr = ln.Addr().String(); return base },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, ctxKey("conn"), fmt.Sprint(conns.Add(1), " ", c.RemoteAddr() != nil))
+		},
+		Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			fmt.Fprintf(w, "%v %v %v %v", ctx.Value(ctxKey("base")), ctx.Value(ctxKey("conn")),
+				ctx.Value(http.ServerContextKey) == srv, ctx.Value(http.LocalAddrContextKey).(net.Addr).String() == lnAddr)
+			if r.URL.Path == "/wait" {
+				done := ctx.Done()
+				cancelBase()
+				select {
+				case <-done:
+					io.WriteString(w, " cancelled")
+				default:
+					io.WriteString(w, " not cancelled")
+				}
+			}
+		}),
+	}
+	ts := startServer(t, srv)
+	for i, want := range []string{"b 1 true true true", "b 2 true true true"} {
+		rc := dialRaw(t, ts.addr)
+		rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if got := bodyOf(t, rc.response("GET")); got != want {
+			t.Fatalf("connection %d: %q, want %q", i, got, want)
+		}
+	}
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+	if got := bodyOf(t, rc.response("GET")); got != "b 3 true true true cancelled" {
+		t.Fatalf("%q: want the base's cancellation to reach the request", got)
+	}
+}

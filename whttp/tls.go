@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"time"
 
@@ -30,12 +31,33 @@ func serverTLSConfig(cfg *tls.Config) *tls.Config {
 type connTLS struct {
 	conn  *tls.Conn
 	state tls.ConnectionState
+	raw   tlsUnder // what the tls.Conn reads and writes through
+}
+
+// tlsUnder is the connection beneath a tls.Conn: the connection's own
+// (bound to its task), read after what the watch read from the socket
+// while a handler ran (watch.go), which the watch leaves in pending.
+type tlsUnder struct {
+	net.Conn
+	buf     [64]byte // the watch reads into it
+	pending []byte   // read by the watch, not yet by the tls.Conn
+}
+
+func (u *tlsUnder) Read(p []byte) (int, error) {
+	if len(u.pending) > 0 {
+		n := copy(p, u.pending)
+		u.pending = u.pending[n:]
+		return n, nil
+	}
+	return u.Conn.Read(p)
 }
 
 // handshake runs the TLS handshake, bounded by the header deadline.
 func (c *conn) handshake(t *weft.Task, deadline time.Time) error {
 	c.wc.SetDeadline(deadline)
-	tc := tls.Server(c.nc, c.sv.tls)
+	ct := &connTLS{}
+	ct.raw.Conn = c.nc
+	tc := tls.Server(&ct.raw, c.sv.tls)
 	err := tc.Handshake()
 	if err != nil {
 		var re tls.RecordHeaderError
@@ -47,8 +69,8 @@ func (c *conn) handshake(t *weft.Task, deadline time.Time) error {
 		return err
 	}
 	c.wc.SetDeadline(time.Time{})
-	st := tc.ConnectionState()
-	c.tls, c.nc = &connTLS{conn: tc, state: st}, tc
+	ct.conn, ct.state = tc, tc.ConnectionState()
+	c.tls, c.nc = ct, tc
 	return nil
 }
 

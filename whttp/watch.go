@@ -1,0 +1,199 @@
+package whttp
+
+// The connection watched while a handler runs, as net/http's background
+// read does: once the request has been read whole (it had no body, or the
+// handler read its body to the end), a task of its own reads the
+// connection, so that a client that closes or resets it while the handler
+// runs is noticed at once, whatever the handler waits on. Then the
+// request's context is cancelled with ErrClientGone as its cause, and so
+// are the handler's task and the tasks it started (the connection's
+// group). Bytes that arrive instead (a pipelined request) are kept for the
+// next request, and the watch ends there. When the handler returns, the
+// watch is cancelled and joined before the connection reads again, so two
+// tasks never read it at once.
+//
+// Over TLS the watch never enters crypto/tls (whose tls.Conn may not be
+// read by one task while another writes through it without risking the
+// loop: it holds sync.Mutexes across its calls into the connection). It
+// reads the socket beneath, into a small buffer that the tls.Conn reads
+// first (tlsUnder): an end of stream or a reset is the client gone, and
+// so is a record that can only be an alert (a TLS 1.2 alert record, or a
+// TLS 1.3 record of 19 bytes: two bytes of alert, the content type and
+// the 16-byte tag; an HTTP request cannot be that short); any other
+// record ends the watch, as pipelined bytes do.
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weft-go/weft"
+)
+
+// ErrClientGone is the cause (context.Cause) of a request's context when
+// the client closed or reset its connection while the handler ran; the
+// cause wraps the read's error too. See Handler.
+var ErrClientGone = errors.New("whttp: the client closed the connection")
+
+// errWatchStopped is how the connection's task ends a watch.
+var errWatchStopped = errors.New("whttp: watch stopped")
+
+// startWatch starts watching the connection, if the request in flight has
+// been read whole and its handler runs. The input buffer holds nothing
+// unread (else a pipelined request is already here: no watch), so the
+// watch reads into it from the start.
+//
+// The watch's task first gives way (Yield): it reads only if the handler
+// is still running when the task's turn comes back, that is, if the
+// handler suspended. A handler that answers without suspending (the
+// common case) then costs the spawn and two task switches, and no read.
+func (c *conn) startWatch(t *weft.Task) {
+	if c.watch != nil || !c.handling || c.st == nil || c.st.in.buffered() > 0 {
+		return
+	}
+	if c.tls != nil && len(c.tls.raw.pending) > 0 {
+		return // the next record is here already
+	}
+	in := &c.st.in
+	in.r, in.w = 0, 0
+	// The request is read: ReadTimeout no longer applies, and must not
+	// end the watch (net/http clears the deadline too).
+	c.setReadDeadline(time.Time{})
+	gen := c.gen
+	c.watch = weft.Go(t, func(t *weft.Task) (int, error) { return c.watchConn(t, gen) })
+}
+
+// watchConn is the watch's task, for request gen: it returns how many
+// bytes it put in the input buffer (plain TCP; over TLS they go to
+// tlsUnder's).
+func (c *conn) watchConn(t *weft.Task, gen uint64) (int, error) {
+	if t.Yield() != nil {
+		return 0, nil
+	}
+	// With several loops this task may now run beside the connection's:
+	// it reads only if the request's handler still runs, and says so
+	// (watching) under the lock the end of the handler takes.
+	c.mu.Lock()
+	if !c.handling || c.gen != gen || c.cut {
+		c.mu.Unlock()
+		return 0, nil
+	}
+	c.watching = true
+	c.mu.Unlock()
+	var buf []byte
+	if c.tls != nil {
+		buf = c.tls.raw.buf[:]
+	} else {
+		buf = c.st.in.buf
+	}
+	n, err := c.wc.Read(t, buf)
+	if n > 0 {
+		if c.tls != nil {
+			c.tls.raw.pending = buf[:n]
+			if isTLSAlert(buf[:n], c.tls.state.Version) {
+				c.clientGone(errors.New("the client sent a TLS alert (close_notify)"))
+			}
+			return 0, nil
+		}
+		return n, nil
+	}
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errWatchStopped) {
+		return 0, nil // stopped: the handler returned, or the connection is cut off
+	}
+	c.clientGone(err)
+	return 0, nil
+}
+
+// isTLSAlert reports whether b is one whole TLS record that can only be
+// an alert: the content type says so (TLS 1.2), or, in TLS 1.3, where
+// every record says application data, its length is that of an encrypted
+// alert.
+func isTLSAlert(b []byte, version uint16) bool {
+	if len(b) < 5 {
+		return false
+	}
+	n := int(b[3])<<8 | int(b[4])
+	if len(b) != 5+n {
+		return false
+	}
+	switch b[0] {
+	case 21: // alert
+		return true
+	case 23: // application data
+		return version == tls.VersionTLS13 && n == 2+1+16
+	}
+	return false
+}
+
+// stopWatch marks the handler ended and ends the watch, if any: if it
+// reads, it is cancelled and joined (the connection's task reads the
+// connection again only after that), and the bytes it read are added to
+// the input; if it has not begun to, it never will.
+func (c *conn) stopWatch(t *weft.Task) {
+	p := c.watch
+	c.mu.Lock()
+	c.handling = false
+	watching := c.watching
+	c.watching = false
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	c.watch = nil
+	if !watching {
+		return // it will find the handler gone, and end
+	}
+	p.CancelWithCause(errWatchStopped)
+	n, err := p.Await(t)
+	if err != nil && !p.Settled() {
+		// t is being cancelled: join all the same, since the watch reads
+		// into the connection's buffers.
+		t.Protect(func(t *weft.Task) error {
+			n, _ = p.Await(t)
+			return nil
+		})
+	}
+	if n > 0 {
+		c.st.in.w += n
+	}
+}
+
+// clientGone ends the request in flight because the client went away (err
+// says how): its context is cancelled with ErrClientGone, and its
+// handler's task with it (the connection's group); the connection closes
+// after the response, which is still sent in case the client only shut
+// down its writing side.
+func (c *conn) clientGone(err error) {
+	cause := fmt.Errorf("%w: %w", ErrClientGone, err)
+	c.stopIt.Store(true)
+	c.mu.Lock()
+	if c.cause == nil {
+		c.cause = cause
+	}
+	group := c.group
+	var cancel context.CancelCauseFunc
+	var notify chan bool
+	if h := c.cur; h != nil {
+		if h.real == nil {
+			// Made now, so that context.Cause finds the cause.
+			h.real, h.cancel = context.WithCancelCause(c.base())
+		}
+		cancel = h.cancel
+		notify = h.notify
+	}
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+	if notify != nil {
+		select {
+		case notify <- true:
+		default:
+		}
+	}
+	if group != nil {
+		group.Cancel()
+	}
+}

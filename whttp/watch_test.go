@@ -1,0 +1,391 @@
+package whttp_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/whttp"
+)
+
+// hangupBound is how soon a handler must see its client go, in tests run
+// under load (-race, several packages at once); the benchmark measures the
+// real figure (BenchmarkHangup).
+const hangupBound = 2 * time.Second
+
+// waitKinds are handlers, each suspended in one kind of wait until the
+// request ends early; each reports what its wait returned and the cause of
+// r.Context().
+var waitKinds = []struct {
+	name string
+	h    func(ready chan<- struct{}, out chan<- string) whttp.Handler
+}{
+	{"Sleep", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			close(ready)
+			err := t.Sleep(time.Hour)
+			out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+		})
+	}},
+	{"Recv", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			ch := weft.NewChan[int](0)
+			close(ready)
+			_, err := ch.Recv(t)
+			out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+		})
+	}},
+	{"weft.Blocking", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			close(ready)
+			_, err := weft.Blocking(t, func(ctx context.Context) (int, error) {
+				<-ctx.Done() // a blocking call that ends with its context
+				return 0, ctx.Err()
+			})
+			out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+		})
+	}},
+	{"whttp.Blocking", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(ready)
+			<-r.Context().Done()
+			out <- fmt.Sprintf("%v|%v", errors.Is(r.Context().Err(), context.Canceled), context.Cause(r.Context()))
+		}))
+	}},
+	{"Write", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			chunk := make([]byte, 64<<10)
+			var err error
+			for i := 0; err == nil; i++ {
+				if i == 4 {
+					close(ready) // the client reads nothing: the writes soon wait
+				}
+				_, err = w.Write(chunk)
+			}
+			// The write may fail first (a reset); the context follows.
+			for i := 0; i < 1000 && r.Context().Err() == nil; i++ {
+				t.Sleep(time.Millisecond)
+			}
+			out <- fmt.Sprintf("%v|%v", err != nil, context.Cause(r.Context()))
+		})
+	}},
+}
+
+// A client that closes or resets its connection while the handler waits
+// (in Sleep, a channel receive, weft.Blocking, a whttp.Blocking handler,
+// a write to it) ends that wait at once and cancels r.Context() with
+// ErrClientGone as its cause, on one loop and on two.
+func TestClientGoingAwayEndsTheHandlersWait(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		for _, kind := range waitKinds {
+			for _, reset := range []bool{false, true} {
+				name := fmt.Sprintf("%s/loops=%d/reset=%v", kind.name, loops, reset)
+				t.Run(name, func(t *testing.T) {
+					ready := make(chan struct{})
+					out := make(chan string, 1)
+					ts := startServer(t, &whttp.Server{Handler: kind.h(ready, out), Logger: (&logBuffer{}).logger()}, weft.WithLoops(loops))
+					c, err := net.Dial("tcp", ts.addr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if kind.name == "Write" {
+						c.(*net.TCPConn).SetReadBuffer(4 << 10)
+					}
+					io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+					select {
+					case <-ready:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the handler did not start")
+					}
+					if reset {
+						c.(*net.TCPConn).SetLinger(0)
+					}
+					start := time.Now()
+					c.Close()
+					var got string
+					select {
+					case got = <-out:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the handler's wait did not end after the client left")
+					}
+					if el := time.Since(start); el > hangupBound {
+						t.Errorf("the handler saw the client go after %v", el)
+					}
+					ok, cause, _ := strings.Cut(got, "|")
+					if ok != "true" || !strings.Contains(cause, whttp.ErrClientGone.Error()) {
+						t.Fatalf("wait ended with an error %s, cause %q: want an error and ErrClientGone", ok, cause)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The cause matches ErrClientGone with errors.Is, and CloseNotify fires.
+func TestClientGoneCauseAndCloseNotify(t *testing.T) {
+	got := make(chan error, 1)
+	notified := make(chan bool, 1)
+	ready := make(chan struct{})
+	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		//lint:ignore SA1019 the deprecated interface is what this checks
+		cn := w.(http.CloseNotifier).CloseNotify()
+		close(ready)
+		t.Sleep(time.Hour)
+		got <- context.Cause(r.Context())
+		select {
+		case v := <-cn:
+			notified <- v
+		default:
+			notified <- false
+		}
+	})})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-ready
+	c.Close()
+	if err := <-got; !errors.Is(err, whttp.ErrClientGone) || !errors.Is(err, io.EOF) {
+		t.Fatalf("cause %v: want ErrClientGone wrapping io.EOF", err)
+	}
+	if !<-notified {
+		t.Fatal("CloseNotify did not fire")
+	}
+}
+
+// A request whose body the handler has read whole is watched from then
+// on; one whose body is still unread is not (as net/http's).
+func TestWatchBeginsWhenTheBodyIsRead(t *testing.T) {
+	for _, readBody := range []bool{true, false} {
+		t.Run(fmt.Sprint("readBody=", readBody), func(t *testing.T) {
+			ready := make(chan struct{})
+			out := make(chan error, 1)
+			ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+				if readBody {
+					io.ReadAll(r.Body)
+				}
+				close(ready)
+				out <- t.Sleep(300 * time.Millisecond)
+			})})
+			c, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody")
+			<-ready
+			c.Close()
+			err = <-out
+			if readBody && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Sleep returned %v: the client's going was not seen", err)
+			}
+			if !readBody && err != nil {
+				t.Fatalf("Sleep returned %v: a request with its body unread is not watched", err)
+			}
+		})
+	}
+}
+
+// A request that arrives while the previous one's handler runs is kept
+// for its turn: the watch reads it, the first handler is not cancelled,
+// and both are answered in order.
+func TestPipelinedRequestArrivingDuringAHandlerIsKept(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		inFirst := make(chan struct{})
+		ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/1" {
+				close(inFirst)
+				if err := t.Sleep(200 * time.Millisecond); err != nil {
+					io.WriteString(w, "cancelled")
+					return
+				}
+			}
+			io.WriteString(w, r.URL.Path)
+		})}, weft.WithLoops(loops))
+		rc := dialRaw(t, ts.addr)
+		rc.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+		<-inFirst
+		time.Sleep(20 * time.Millisecond) // the watch is reading
+		rc.send("GET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+		for _, want := range []string{"/1", "/2", "/3"} {
+			if got := bodyOf(t, rc.response("GET")); got != want {
+				t.Fatalf("loops=%d: body %q, want %q", loops, got, want)
+			}
+		}
+	}
+}
+
+// A client that only shuts down its writing side still gets the response:
+// its handler's context is cancelled (as net/http's is), and what the
+// handler writes then goes out.
+func TestHalfClosedClientStillGetsTheResponse(t *testing.T) {
+	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if err := t.Sleep(time.Hour); err != nil {
+			fmt.Fprintf(w, "ended early: %v", errors.Is(context.Cause(r.Context()), whttp.ErrClientGone))
+		}
+	})})
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc.c.(*net.TCPConn).CloseWrite()
+	if got := bodyOf(t, rc.response("GET")); got != "ended early: true" {
+		t.Fatalf("body %q", got)
+	}
+	rc.expectClosed(5 * time.Second)
+}
+
+// Over TLS the watch reads the socket beneath crypto/tls: a client that
+// closes (close_notify, then FIN), or resets, ends the handler's wait; a
+// keep-alive client's next request, arriving while nothing runs, is served.
+func TestClientGoingAwayOverTLS(t *testing.T) {
+	certs := newCerts(t)
+	for _, loops := range []int{1, 2} {
+		for _, how := range []string{"close", "reset", "keepalive"} {
+			t.Run(fmt.Sprintf("loops=%d/%s", loops, how), func(t *testing.T) {
+				ready := make(chan struct{}, 1)
+				out := make(chan string, 1)
+				ts := startServer(t, &whttp.Server{TLSConfig: certs.ServerConfig(), Logger: (&logBuffer{}).logger(),
+					Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+						if r.URL.Path == "/quick" {
+							io.WriteString(w, "quick")
+							return
+						}
+						ready <- struct{}{}
+						err := t.Sleep(time.Hour)
+						out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+					})}, weft.WithLoops(loops))
+				raw, err := net.Dial("tcp", ts.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer raw.Close()
+				cfg := certs.ClientConfig()
+				cfg.ServerName = "127.0.0.1"
+				tc := tls.Client(raw, cfg)
+				br := bufio.NewReader(tc)
+				if how == "keepalive" {
+					for range 3 {
+						io.WriteString(tc, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+						resp, err := http.ReadResponse(br, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := bodyOf(t, resp); got != "quick" {
+							t.Fatalf("body %q", got)
+						}
+					}
+				}
+				if _, err := io.WriteString(tc, "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+					t.Fatal(err)
+				}
+				<-ready
+				start := time.Now()
+				if how == "reset" {
+					raw.(*net.TCPConn).SetLinger(0)
+					raw.Close()
+				} else {
+					tc.Close()
+				}
+				var got string
+				select {
+				case got = <-out:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the handler's wait did not end after the client left")
+				}
+				if el := time.Since(start); el > hangupBound {
+					t.Errorf("seen after %v", el)
+				}
+				if ok, cause, _ := strings.Cut(got, "|"); ok != "true" || !strings.Contains(cause, whttp.ErrClientGone.Error()) {
+					t.Fatalf("wait ended with an error %s, cause %q", ok, cause)
+				}
+			})
+		}
+	}
+}
+
+// A slow TLS client that sends a second request while the first handler
+// runs has it served after the first, whole (the watch's bytes reach
+// crypto/tls first).
+func TestTLSRequestArrivingDuringAHandlerIsKept(t *testing.T) {
+	certs := newCerts(t)
+	inFirst := make(chan struct{})
+	ts := startServer(t, &whttp.Server{TLSConfig: certs.ServerConfig(), Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/1" {
+			close(inFirst)
+			if err := t.Sleep(200 * time.Millisecond); err != nil {
+				io.WriteString(w, "cancelled")
+				return
+			}
+		}
+		io.WriteString(w, r.URL.Path)
+	})})
+	tc, err := tls.Dial("tcp", ts.addr, certs.ClientConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	br := bufio.NewReader(tc)
+	io.WriteString(tc, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-inFirst
+	time.Sleep(20 * time.Millisecond)
+	io.WriteString(tc, "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []string{"/1", "/2"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bodyOf(t, resp); got != want {
+			t.Fatalf("body %q, want %q", got, want)
+		}
+	}
+}
+
+// A standard streaming handler run by Blocking (Server-Sent Events) ends
+// when its client leaves: its context is done and its writes fail.
+func TestBlockingSSEHandlerEndsWhenTheClientLeaves(t *testing.T) {
+	ended := make(chan error, 1)
+	ts := startServer(t, &whttp.Server{Handler: whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ {
+			select {
+			case <-r.Context().Done():
+				ended <- context.Cause(r.Context())
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+	}))})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	c.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, whttp.ErrClientGone) {
+			t.Fatalf("the handler ended with cause %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the SSE handler went on after its client left")
+	}
+}

@@ -260,6 +260,12 @@ func TestSetDeadlineAfterCloseIsErrClosed(t *testing.T) {
 // state touched from another loop's goroutine.
 func TestStressConnectionsWithDeadlinesOnSeveralLoops(t *testing.T) {
 	conns, rounds, runs := 400, 5, 20
+	if raceEnabled {
+		// The race detector makes each run about 10x slower; six runs on
+		// each loop count still cross every hand-over many times (the
+		// suite must fit its 10 minutes beside a second copy).
+		runs = 6
+	}
 	if testing.Short() {
 		conns, runs = 100, 3
 	}

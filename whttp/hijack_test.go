@@ -340,3 +340,32 @@ func errTimeoutLike(err error) error {
 	}
 	return errors.New("not a timeout")
 }
+
+// A handler run by Blocking that hijacked its connection is left alone
+// by the drain; then its r.Context() is done, Serve waits for it to
+// return, and the connection stays open until the handler closes it.
+func TestGracefulStopEndsAHijackingBlockingHandlersContext(t *testing.T) {
+	hijacked := make(chan struct{})
+	srv := &whttp.Server{Handler: whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nc, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		close(hijacked)
+		<-r.Context().Done()
+		fmt.Fprintf(nc, "bye: %v\n", errors.Is(r.Context().Err(), context.Canceled))
+	}))}
+	ts := startServer(t, srv)
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-hijacked
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := rc.br.ReadString('\n')
+	if err != nil || l != "bye: true\n" {
+		t.Fatalf("%q, %v: want the handler's goodbye after the stop", l, err)
+	}
+	rc.expectClosed(5 * time.Second)
+}

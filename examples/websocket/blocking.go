@@ -23,7 +23,8 @@ import (
 
 // NewBlockingRouter returns the routes under /blocking/, run by
 // whttp.Blocking: gorilla's echo with a reader and a writer goroutine
-// (/blocking/echo), and coder's (/blocking/coder/echo).
+// (/blocking/echo), coder's (/blocking/coder/echo), and Server-Sent
+// Events (/blocking/events, events.go).
 func NewBlockingRouter(logw io.Writer) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
@@ -31,6 +32,7 @@ func NewBlockingRouter(logw io.Writer) http.Handler {
 	r.Use(middleware.Recoverer)
 	r.Get("/blocking/echo", blockingGorillaEcho)
 	r.Get("/blocking/coder/echo", blockingCoderEcho)
+	r.Get("/blocking/events", blockingEvents)
 	return r
 }
 

@@ -81,6 +81,7 @@ func NewRouter(hub *Hub, logw io.Writer, reports *Reports) http.Handler {
 	r.Get("/echo", gorillaEcho)
 	r.Get("/coder/chat", coderChat(hub))
 	r.Get("/coder/echo", coderEcho)
+	r.Get("/events", events) // a stream: no Timeout, no Compress either
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(5 * time.Second))
 		r.Use(middleware.Compress(5))

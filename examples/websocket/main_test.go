@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -456,6 +457,32 @@ func TestBlockingEchoes(t *testing.T) {
 	})
 }
 
+// Both event streams (on the task, and run by Blocking) send events as
+// they come, over plain TCP and TLS, until the client leaves.
+func TestEventStreams(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
+		for _, path := range []string{"/events", "/blocking/events"} {
+			resp, err := c.hc.Get(c.url("http", path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Fatalf("%s: Content-Type %q", path, ct)
+			}
+			br := bufio.NewReader(resp.Body)
+			for i := range 3 {
+				line, err := br.ReadString('\n')
+				if err != nil || line != fmt.Sprintf("data: %d\n", i) {
+					t.Fatalf("%s: %q, %v", path, line, err)
+				}
+				br.ReadString('\n') // the blank line
+			}
+			resp.Body.Close() // the client leaves: the handler ends (else the stop would wait for it)
+		}
+	})
+}
+
 // An upgrade with bad headers gets the library's own answer through
 // whttp, the same as through net/http's server, and the server goes on.
 func TestBadUpgradeGetsTheLibrarysAnswer(t *testing.T) {
@@ -539,14 +566,16 @@ func TestChiMiddlewareStack(t *testing.T) {
 
 // The chat in headless Chromium (Debian's chromium, where installed): the
 // page joins the chat with gorilla's and with coder's endpoint, gets its
-// own line back, echoes 1 MB, and reports to the server.
+// own line back, echoes 1 MB (with gorilla, coder, and gorilla run by
+// Blocking), takes three Server-Sent Events (on a task, and run by
+// Blocking), and reports to the server.
 func TestChatInABrowser(t *testing.T) {
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("no chromium (Debian's package): the browser test is skipped:", err)
 	}
 	c := startChat(t, mode{loops: 2})
-	for _, lib := range []string{"gorilla", "coder"} {
+	for _, lib := range []string{"gorilla", "coder", "blocking"} {
 		name := "browser-" + lib
 		cmd := exec.Command(path, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
 			"--user-data-dir="+t.TempDir(), fmt.Sprintf("http://%s/?test=%s&lib=%s", c.addr, name, lib))
@@ -577,7 +606,7 @@ func TestChatInABrowser(t *testing.T) {
 			cmd.Process.Kill()
 			<-killed
 		}
-		if want := fmt.Sprintf("ok chat=hello from %s echo=%d", name, 1<<20); got != want {
+		if want := fmt.Sprintf("ok chat=hello from %s echo=%d sse=0,1,2", name, 1<<20); got != want {
 			t.Fatalf("%s: the page reported %q (arrived %v), want %q", lib, got, ok, want)
 		}
 	}

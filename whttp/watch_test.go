@@ -379,7 +379,7 @@ func TestBlockingSSEHandlersEndWhenTheirClientsLeave(t *testing.T) {
 			ended := make(chan error, c.n)
 			srv := &whttp.Server{Handler: whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
-				tick := time.NewTicker(10 * time.Millisecond)
+				tick := time.NewTicker(200 * time.Millisecond) // 500 handlers: 2,500 flushes a second for the loop
 				defer tick.Stop()
 				for i := 0; ; i++ {
 					fmt.Fprintf(w, "data: %d\n\n", i)

@@ -55,7 +55,10 @@ const blockingBufSize = 4 << 10
 // is fixed when h calls WriteHeader or first writes, except for
 // trailers, and the response ends when h returns, however much of it h
 // wrote or of the body it read. h may write from any goroutine, one at a
-// time, until it returns.
+// time, until it returns. h may take the connection over (http.Hijacker,
+// http.ResponseController's Hijack): the net.Conn it gets works from any
+// goroutine, so a WebSocket library's reader and writer goroutines run as
+// under net/http (see the package doc, Hijacking).
 //
 // The request's context carries the request's values and is done when the
 // request's is (the client went away, the server cut the connection off)

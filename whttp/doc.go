@@ -228,7 +228,9 @@
 //     (ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout,
 //     MaxHeaderBytes, ConnState, ConnContext, TLSConfig); BaseContext takes
 //     the *weft.Listener; DrainTimeout bounds a graceful stop; Logger is a
-//     *slog.Logger. There is no HTTP/2 and no TLSNextProto.
+//     *slog.Logger. There is no HTTP/2 and no TLSNextProto. Over TLS,
+//     ConnState and ConnContext get a net.Conn with a ConnectionState
+//     method (a weft.TLSConn's), not a *tls.Conn.
 //   - The server reuses the request, its URL and header, and the response
 //     header, once the handler returns: copy (r.Clone) what must outlive
 //     it. go test -race reports code that breaks this rule (see Cost).

@@ -265,13 +265,16 @@ func (tc *TLSConn) do(t *Task, op string, dirs poller.Mode, f func() error) erro
 	l := c.loop
 	t.pin++
 	defer func() { t.pin-- }()
-	var entered []*ioDeadline
+	// The deadlines entered, in a fixed array: a slice grown by append
+	// was two allocations a request for a server.
+	var entered [2]*ioDeadline
+	ne := 0
 	defer func() {
-		for _, d := range entered {
+		for _, d := range entered[:ne] {
 			d.exit(l, t)
 		}
 	}()
-	for _, d := range []struct {
+	for _, d := range [2]struct {
 		m poller.Mode
 		d *ioDeadline
 	}{{poller.Read, &c.dl.rd}, {poller.Write, &c.dl.wr}} {
@@ -281,7 +284,8 @@ func (tc *TLSConn) do(t *Task, op string, dirs poller.Mode, f func() error) erro
 		if err := d.d.enter(l, t); err != nil {
 			return tc.opErr(op, err)
 		}
-		entered = append(entered, d.d)
+		entered[ne] = d.d
+		ne++
 	}
 	return f()
 }

@@ -55,6 +55,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cpubound.Convoy(stdout, stderr, args[1:])
 	case "sha256":
 		err = cpubound.SHA256(stdout, stderr, args[1:])
+	case "hangup":
+		err = hangupMain(args[1:])
+	case "sendfile":
+		err = sendfileMain(args[1:])
+	case "wsidle":
+		err = wsidleMain(args[1:])
+	case whttpServeMode:
+		err = whttpServe(args[1:])
 	case serveMode:
 		return childMain(args[1:])
 	case cpubound.ClientMode:
@@ -106,6 +114,14 @@ servers, each in a process of its own under the same load:
                    -duration -warmup -reps -servers -conns -strace -base
                    -server-cpu -load-cpu)
 
+whttp beside net/http (servers in processes of their own, but for hangup):
+  hangup           how soon a handler in each kind of wait sees its client
+                   leave (flags: -n)
+  sendfile         a 5 MB file through http.FileServer: server CPU per request
+                   (flags: -size -reps -duration -conns -pin)
+  wsidle           heap, stacks and RSS per idle gorilla/websocket connection
+                   (flags: -n -reps)
+
 CPU-bound work beside the loop:
   convoy           an echo server beside k CPU-bound workers: weft tasks, weft
                    Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
@@ -116,6 +132,8 @@ CPU-bound work beside the loop:
 
 started by the subcommands above, not by hand:
   serve KIND ADDR  a server child of echo, http and pinned
+  whttp-serve KIND ADDR [DIR]
+                   a server child of sendfile and wsidle
   convoy-client ADDR CONNS WARMUP DURATION
                    convoy's load client
 

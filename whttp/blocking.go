@@ -55,7 +55,10 @@ const blockingBufSize = 4 << 10
 // is fixed when h calls WriteHeader or first writes, except for
 // trailers, and the response ends when h returns, however much of it h
 // wrote or of the body it read. h may write from any goroutine, one at a
-// time, until it returns.
+// time, until it returns. h may take the connection over (http.Hijacker,
+// http.ResponseController's Hijack): the net.Conn it gets works from any
+// goroutine, so a WebSocket library's reader and writer goroutines run as
+// under net/http (see the package doc, Hijacking).
 //
 // The request's context carries the request's values and is done when the
 // request's is (the client went away, the server cut the connection off)
@@ -129,6 +132,7 @@ type blockingProxy struct {
 	written     int64
 	buf         []byte
 	bodyClosed  bool
+	hijacked    bool // Hijack succeeded: the connection is the handler's
 	ended       bool
 	cutErr      error // the task no longer serves operations
 }
@@ -141,6 +145,7 @@ const (
 	opRead                          // read the body into p
 	opReadDL                        // set the read deadline to dl
 	opWriteDL                       // set the write deadline to dl
+	opHijack                        // status and header if not sent yet, data, then Hijack
 	opEnd                           // the handler returned (or panicked: panicked)
 )
 
@@ -159,6 +164,8 @@ type blockingOp struct {
 	trailers http.Header
 	n        int
 	err      error
+	nc       net.Conn          // opHijack's
+	brw      *bufio.ReadWriter // opHijack's
 }
 
 func newBlockingProxy(w http.ResponseWriter, r *http.Request) *blockingProxy {
@@ -293,6 +300,12 @@ func (px *blockingProxy) carryOut(op *blockingOp) {
 			_, op.err = w.Write(b)
 		}
 	}
+	if op.kind == opHijack {
+		if op.err == nil {
+			op.nc, op.brw, op.err = http.NewResponseController(w).Hijack()
+		}
+		return
+	}
 	if op.flush && op.err == nil {
 		if f, ok := w.(interface{ FlushError() error }); ok {
 			op.err = f.FlushError()
@@ -346,7 +359,7 @@ func (px *blockingProxy) WriteHeader(code int) {
 	}
 	px.mu.Lock()
 	defer px.mu.Unlock()
-	if px.ended || px.wroteHeader {
+	if px.ended || px.wroteHeader || px.hijacked {
 		return
 	}
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
@@ -386,6 +399,9 @@ func (px *blockingProxy) Write(p []byte) (int, error) {
 	defer px.mu.Unlock()
 	if px.ended {
 		return 0, errWriteAfterHandler
+	}
+	if px.hijacked {
+		return 0, http.ErrHijacked
 	}
 	if !px.wroteHeader {
 		px.writeHeaderLocked(http.StatusOK)
@@ -443,6 +459,9 @@ func (px *blockingProxy) FlushError() error {
 	if px.ended {
 		return errWriteAfterHandler
 	}
+	if px.hijacked {
+		return http.ErrHijacked
+	}
 	if !px.wroteHeader {
 		px.writeHeaderLocked(http.StatusOK)
 	}
@@ -461,10 +480,36 @@ func (px *blockingProxy) SetReadDeadline(d time.Time) error { return px.deadline
 // http.ResponseController.
 func (px *blockingProxy) SetWriteDeadline(d time.Time) error { return px.deadline(opWriteDL, d) }
 
-// Hijack returns an error wrapping http.ErrNotSupported: a handler run by
-// Blocking cannot take its connection over yet (see errHijackBlocking).
+// Hijack takes the connection over (http.Hijacker, and through
+// http.ResponseController), as Hijack does for a handler on a task (see
+// the package doc, Hijacking): the status and header set with WriteHeader
+// and what was written go out first, then the connection is the
+// handler's. The net.Conn may be used from any goroutine (and any task
+// of the Run); the bufio.ReadWriter's Reader holds what the client sent
+// past the request head. It blocks the handler's goroutine while the
+// connection's task hands the connection over. Later writes, and a second
+// Hijack, return http.ErrHijacked. The connection's task then waits for
+// the handler to return; when the server stops (after its drain), the
+// request's context is cancelled, and Serve waits for the handler to
+// return: a hijacking handler run by Blocking must end when r.Context()
+// is done.
 func (px *blockingProxy) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return nil, nil, errHijackBlocking
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	if px.ended {
+		return nil, nil, errWriteAfterHandler
+	}
+	if px.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	op := px.writeOp(opHijack)
+	px.do(op)
+	px.buf = px.buf[:0]
+	if op.err != nil {
+		return nil, nil, op.err
+	}
+	px.hijacked = true
+	return op.nc, op.brw, nil
 }
 
 // EnableFullDuplex does nothing and returns nil, for
@@ -478,6 +523,9 @@ func (px *blockingProxy) deadline(kind blockingOpKind, d time.Time) error {
 	if px.ended {
 		return errWriteAfterHandler
 	}
+	if px.hijacked {
+		return http.ErrHijacked
+	}
 	op := px.newOp(kind)
 	op.dl = d
 	px.do(op)
@@ -490,8 +538,10 @@ func (px *blockingProxy) end(panicked any) {
 	px.mu.Lock()
 	defer px.mu.Unlock()
 	var op *blockingOp
-	if panicked != nil {
-		op = px.newOp(opEnd) // nothing more goes out: the server answers a panic
+	if panicked != nil || px.hijacked {
+		// Nothing more goes out: the server answers a panic; a hijacked
+		// connection is the handler's.
+		op = px.newOp(opEnd)
 	} else {
 		op = px.writeOp(opEnd)
 		if !px.wroteHeader {

@@ -41,8 +41,8 @@ type conn struct {
 	sv     *serving
 	wc     *weft.Conn
 	t      *weft.Task // the connection's task
-	nc     net.Conn   // wc.NetConn(t), or a tls.Conn over it
-	tls    *connTLS   // nil: plain TCP
+	nc     net.Conn   // wc.NetConn(t), or tls.conn.NetConn(t)
+	tls    *connTLS   // nil: plain TCP (or a failed handshake)
 	remote string
 	st     *reqState // nil while idle
 	// idle and stopIt follow a Dekker order: the connection sets idle,
@@ -171,6 +171,9 @@ func (c *conn) serve(t *weft.Task) error {
 	}()
 	c.t = t
 	c.nc = c.wc.NetConn(t)
+	if sv.tls != nil {
+		c.startTLS(t) // ConnContext and ConnState see the TLS connection, as net/http's do
+	}
 	if cc := sv.s.ConnContext; cc != nil {
 		ctx := cc(sv.base, c.nc)
 		if ctx == nil {
@@ -224,7 +227,7 @@ func (c *conn) run(t *weft.Task) {
 	sv := c.sv
 	s := sv.s
 	c.reqStart = t.Now()
-	if sv.tls != nil {
+	if c.tls != nil {
 		if err := c.handshake(t, c.headerDeadline()); err != nil {
 			return
 		}
@@ -371,7 +374,7 @@ func (c *conn) close(t *weft.Task) {
 		}
 		c.wc.SetWriteDeadline(t.Now().Add(closeLinger))
 		if c.tls != nil {
-			c.tls.conn.CloseWrite()
+			c.tls.conn.CloseWrite(t)
 		} else {
 			c.wc.CloseWrite()
 		}

@@ -160,27 +160,34 @@
 // are cancelled, so that Serve can return (their tasks are Serve's). The
 // handler, or the code it hands the connection to, must close it.
 //
-// The net.Conn may be read and written by any task of the Run, each call
-// suspending the task that makes it, so a reader task and a writer task
-// may share it; its deadlines and Close may be used from anywhere. For now
-// its Read and Write may not be called from a goroutine outside the Run
-// (they panic), Hijack is refused (an error wrapping
-// http.ErrNotSupported) in a handler run by Blocking and over TLS: both
-// wait for weft's net.Conn for goroutines and its TLS connection that a
-// reader and a writer task may share.
+// The net.Conn works from any task of the Run, each call suspending the
+// task that makes it, and from any goroutine, each call blocking that
+// goroutine only (it is the connection's weft.Conn.GoConn, or over TLS
+// its weft.TLSConn's GoConn): a reader and a writer, tasks or goroutines,
+// may share it, over plain TCP and over TLS alike (the server's TLS
+// connections are weft.TLSConns, which a reader and a writer may share
+// without ever blocking a loop). A handler run by Blocking hijacks as one
+// on a task does, on its goroutine; its connection's task then waits for
+// it to return, and a graceful stop, once its drain is over, cancels its
+// r.Context() and waits for it: such a handler must end when r.Context()
+// is done.
 //
 // gorilla/websocket (v1.5.3) and coder/websocket (v1.8.14) work unchanged
-// in handlers on tasks (examples/websocket: echo, a broadcast chat,
-// ping/pong, close handshakes, 1 MB messages, vanishing clients, under
-// -race on one and two loops, and in headless Chromium), with one rule:
-// one task writes each connection. Both libraries guard their writer with
-// a Go channel used as a mutex, and their readers write replies (pongs,
-// the closing frame) themselves: a reader task that waits for that mutex
-// while the writer task holding it is suspended in a write blocks the
-// loop. Hand the reader's replies to the writer task (gorilla's
-// SetPingHandler and SetCloseHandler), or read and write in one task (as
-// coder/websocket's echo does).
-//
+// (examples/websocket: echo, a broadcast chat, ping/pong, close
+// handshakes, 1 MB messages, vanishing clients, bad upgrades, under -race
+// on one and two loops, over plain TCP and TLS, and in headless
+// Chromium). In a handler run by Blocking, on goroutines, they work as
+// under net/http, with any number of goroutines per connection (gorilla's
+// read and write pumps). In a handler on a task (a Handler, or Adapt),
+// they need one rule: one task writes each connection. Both libraries
+// guard their writer with a Go channel used as a mutex, and their readers
+// write replies (pongs, the closing frame) themselves: a reader task that
+// waits for that mutex while the writer task holding it is suspended in a
+// write blocks the loop. Hand the reader's replies to the writer task
+// (gorilla's SetPingHandler and SetCloseHandler), read and write in one
+// task (as coder/websocket's echo does), or serve the WebSocket through
+// Blocking.
+
 // # Coming from net/http
 //
 // A net/http program usually moves to whttp by wrapping its handler:
@@ -221,7 +228,9 @@
 //     (ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout,
 //     MaxHeaderBytes, ConnState, ConnContext, TLSConfig); BaseContext takes
 //     the *weft.Listener; DrainTimeout bounds a graceful stop; Logger is a
-//     *slog.Logger. There is no HTTP/2 and no TLSNextProto.
+//     *slog.Logger. There is no HTTP/2 and no TLSNextProto. Over TLS,
+//     ConnState and ConnContext get a net.Conn with a ConnectionState
+//     method (a weft.TLSConn's), not a *tls.Conn.
 //   - The server reuses the request, its URL and header, and the response
 //     header, once the handler returns: copy (r.Clone) what must outlive
 //     it. go test -race reports code that breaks this rule (see Cost).
@@ -239,6 +248,6 @@
 // A handler's Task, and the body and writer of its request, must be used by
 // the connection's task (a read or write from another task or goroutine
 // panics with a "weft:" message); a hijacked connection, by any task of
-// the Run (see Hijacking). A client response body may be read by any task
+// the Run or any goroutine (see Hijacking). A client response body may be read by any task
 // of the Run that called Do (see Client.Do).
 package whttp

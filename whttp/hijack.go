@@ -12,28 +12,21 @@ package whttp
 // the connection to) must close it.
 //
 // The connection's net.Conn (hijackedConn) reads and writes on behalf of
-// whichever task of the Run calls it, suspending that task: a reader task
-// and a writer task may share it.
+// whichever task of the Run calls it, suspending that task, or of a plain
+// goroutine, blocking it: a reader and a writer may share it, over TLS
+// too (a weft.TLSConn). A handler run by Blocking hijacks through its
+// connection's task (blocking.go).
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/weft-go/weft"
 )
 
 // hijackBufSize is the size of the bufio.Reader and Writer Hijack returns
 // (net/http's are 4 KB too).
 const hijackBufSize = 4 << 10
-
-// errHijackTLS: a TLS connection cannot be hijacked yet (see hijackedConn).
-var errHijackTLS = fmt.Errorf("%w: whttp: Hijack of a TLS connection: crypto/tls's tls.Conn shared by a reader task and a writer task can block a loop (it holds sync.Mutexes while its task is suspended); it awaits weft's own TLS connection (weft issue 26)", http.ErrNotSupported)
-
-// errHijackBlocking: a handler run by Blocking cannot hijack yet.
-var errHijackBlocking = fmt.Errorf("%w: whttp: Hijack in a handler run by Blocking: the connection is not yet usable from a goroutine (it awaits weft's goroutine-safe net.Conn, weft issue 26); hijack in a Handler or an Adapt handler, whose code runs on the connection's task", http.ErrNotSupported)
 
 // Hijack takes the connection over (http.Hijacker; http.ResponseController
 // finds it too). It must be called by the handler, in the connection's
@@ -58,9 +51,6 @@ func (h *reqHandle) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (c *conn) hijack(w *response) (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
 		return nil, nil, http.ErrHijacked
-	}
-	if c.tls != nil {
-		return nil, nil, errHijackTLS
 	}
 	if c.isCut() {
 		return nil, nil, errCutOff
@@ -100,7 +90,7 @@ func (c *conn) hijack(w *response) (net.Conn, *bufio.ReadWriter, error) {
 	c.sv.forget(c)
 	c.setState(http.StateHijacked)
 
-	nc := hijackedConn(c.wc)
+	nc := c.hijackedConn()
 	br := bufio.NewReaderSize(&prefixReader{left: left, r: nc}, hijackBufSize)
 	if len(left) > 0 {
 		br.Peek(len(left)) // Buffered says so, as net/http's does; reads only left
@@ -108,12 +98,16 @@ func (c *conn) hijack(w *response) (net.Conn, *bufio.ReadWriter, error) {
 	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(nc, hijackBufSize)), nil
 }
 
-// hijackedConn is the net.Conn a hijacker gets for wc: the one place to
-// change when weft's goroutine-safe net.Conn (issue 26) lands, so that
-// goroutines may use it too. Today it is wc.LoopConn(): any task of the
-// Run may read and write it (suspending), and any goroutine may set its
-// deadlines and close it.
-func hijackedConn(wc *weft.Conn) net.Conn { return wc.LoopConn() }
+// hijackedConn is the net.Conn a hijacker gets: the connection's GoConn
+// (the TLSConn's over TLS), whose every method works from any task of the
+// Run (suspending it) and from any goroutine (blocking it): a reader and a
+// writer, tasks or goroutines, may share it.
+func (c *conn) hijackedConn() net.Conn {
+	if c.tls != nil {
+		return c.tls.conn.GoConn()
+	}
+	return c.wc.GoConn()
+}
 
 // prefixReader reads left, then r.
 type prefixReader struct {

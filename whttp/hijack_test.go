@@ -1,6 +1,7 @@
 package whttp_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/testcert"
 	"github.com/weft-go/weft/whttp"
 )
 
@@ -71,6 +73,82 @@ func lineEcho(manual bool) whttp.Handler {
 	})
 }
 
+// lineEchoGo is lineEcho for a standard handler run by Blocking, on
+// goroutines: the handler's goroutine reads the lines and a goroutine of
+// its own writes them back (the pumps of gorilla/websocket's examples).
+func lineEchoGo(manual bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !manual {
+			w.Header().Set("Upgrade", "lines")
+			w.Header().Set("Connection", "Upgrade")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+		}
+		nc, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		defer nc.Close()
+		if _, err := w.Write([]byte("x")); err != http.ErrHijacked {
+			panic(fmt.Sprintf("Write after Hijack: %v", err))
+		}
+		if _, _, err := w.(http.Hijacker).Hijack(); err != http.ErrHijacked {
+			panic(fmt.Sprintf("second Hijack: %v", err))
+		}
+		if manual {
+			io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: lines\r\nConnection: Upgrade\r\n\r\n")
+		}
+		fmt.Fprintf(nc, "buffered %d\n", brw.Reader.Buffered())
+		lines := make(chan string, 16)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for l := range lines {
+				if _, err := io.WriteString(nc, strings.ToUpper(l)); err != nil {
+					return
+				}
+			}
+		}()
+		for {
+			l, err := brw.ReadString('\n')
+			if err != nil || l == "quit\n" {
+				break
+			}
+			lines <- l
+		}
+		close(lines)
+		<-done
+	})
+}
+
+// hijackServer serves the line protocol after an upgrade: on the
+// handler's task (lineEcho) or, blocking, on goroutines (lineEchoGo);
+// over TLS when certs is not nil.
+func hijackServer(t *testing.T, blocking, manual bool, certs *testcert.Certs, states *connStates, opts ...weft.Option) *testServer {
+	h := lineEcho(manual)
+	if blocking {
+		h = whttp.Blocking(lineEchoGo(manual))
+	}
+	srv := &whttp.Server{Handler: h, ConnState: states.hook}
+	if certs != nil {
+		srv.TLSConfig = certs.ServerConfig()
+	}
+	return startServer(t, srv, opts...)
+}
+
+// dialHijack connects a rawConn to ts, over TLS when certs is not nil.
+func dialHijack(t *testing.T, ts *testServer, certs *testcert.Certs) *rawConn {
+	rc := dialRaw(t, ts.addr)
+	if certs != nil {
+		cfg := certs.ClientConfig()
+		cfg.ServerName = "127.0.0.1"
+		tc := tls.Client(rc.c, cfg)
+		t.Cleanup(func() { tc.Close() })
+		rc.c, rc.br = tc, bufio.NewReader(tc)
+	}
+	return rc
+}
+
 // connStates records the ConnState hook's calls.
 type connStates struct {
 	mu  sync.Mutex
@@ -95,59 +173,83 @@ func (cs *connStates) has(s http.ConnState) bool {
 }
 
 // A handler hijacks the connection (through http.ResponseController), on
-// one loop and on two: the 101 it wrote with WriteHeader, or writes itself,
-// reaches the client first; bytes the client sent with the request are in
-// the bufio.Reader; a reader task and a writer task then share the
-// connection; Write on w returns http.ErrHijacked; ConnState reports
-// StateHijacked and not StateClosed; nothing leaks once the handler closes
-// the connection.
+// one loop and on two, over plain TCP and TLS, on its task and, run by
+// Blocking, on goroutines: the 101 it wrote with WriteHeader, or writes
+// itself, reaches the client first; bytes the client sent with the
+// request are in the bufio.Reader; a reader and a writer (two tasks, or
+// two goroutines) then share the connection; Write on w returns
+// http.ErrHijacked; ConnState reports StateHijacked and not StateClosed;
+// nothing leaks (descriptors; goroutines: TestMain) once the handler
+// closes the connection.
 func TestHijackedConnectionIsTheHandlers(t *testing.T) {
+	certs := newCerts(t)
 	for _, loops := range []int{1, 2} {
-		for _, manual := range []bool{false, true} {
-			t.Run(fmt.Sprintf("loops=%d/manual101=%v", loops, manual), func(t *testing.T) {
-				before := openFDs()
-				states := &connStates{}
-				ts := startServer(t, &whttp.Server{Handler: lineEcho(manual), ConnState: states.hook}, weft.WithLoops(loops))
-				rc := dialRaw(t, ts.addr)
-				// The first line comes with the request, before the 101.
-				rc.send("GET /lines HTTP/1.1\r\nHost: x\r\nUpgrade: lines\r\nConnection: Upgrade\r\n\r\nearly\n")
-				resp, err := http.ReadResponse(rc.br, nil)
-				if err != nil {
-					t.Fatal(err)
+		for _, mode := range []string{"task", "blocking"} {
+			for _, tlsOn := range []bool{false, true} {
+				for _, manual := range []bool{false, true} {
+					name := fmt.Sprintf("loops=%d/%s/tls=%v/manual101=%v", loops, mode, tlsOn, manual)
+					t.Run(name, func(t *testing.T) {
+						var cs *testcert.Certs
+						if tlsOn {
+							cs = certs
+						}
+						before := openFDs()
+						states := &connStates{}
+						ts := hijackServer(t, mode == "blocking", manual, cs, states, weft.WithLoops(loops))
+						rc := dialHijack(t, ts, cs)
+						// The first line comes with the request, before the 101.
+						rc.send("GET /lines HTTP/1.1\r\nHost: x\r\nUpgrade: lines\r\nConnection: Upgrade\r\n\r\nearly\n")
+						resp, err := http.ReadResponse(rc.br, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if resp.StatusCode != 101 || resp.Header.Get("Upgrade") != "lines" || resp.Header.Get("Connection") != "Upgrade" {
+							t.Fatalf("status %d, header %v", resp.StatusCode, resp.Header)
+						}
+						read := func() string {
+							l, err := rc.br.ReadString('\n')
+							if err != nil {
+								t.Fatal(err)
+							}
+							return l
+						}
+						if got := read(); got != fmt.Sprintf("buffered %d\n", len("early\n")) {
+							t.Fatalf("%q: the bytes sent with the request are not in the bufio.Reader", got)
+						}
+						if got := read(); got != "EARLY\n" {
+							t.Fatalf("%q", got)
+						}
+						// Lines one at a time, then many at once: the writer
+						// writes while the reader waits for more.
+						for i := range 50 {
+							rc.send(fmt.Sprintf("line %d\n", i))
+							if got, want := read(), fmt.Sprintf("LINE %d\n", i); got != want {
+								t.Fatalf("%q, want %q", got, want)
+							}
+						}
+						var burst strings.Builder
+						for i := range 2000 {
+							fmt.Fprintf(&burst, "burst %d %s\n", i, strings.Repeat("x", 100))
+						}
+						go io.WriteString(rc.c, burst.String())
+						for i := range 2000 {
+							if got, want := read(), fmt.Sprintf("BURST %d %s\n", i, strings.Repeat("X", 100)); got != want {
+								t.Fatalf("%q, want %q", got, want)
+							}
+						}
+						rc.send("quit\n")
+						rc.expectClosed(5 * time.Second)
+						if err := ts.stop(t); err != nil {
+							t.Fatal(err)
+						}
+						if !states.has(http.StateHijacked) || states.has(http.StateClosed) {
+							t.Fatalf("ConnState calls %v: want StateHijacked and no StateClosed", states.got)
+						}
+						rc.c.Close()
+						waitFDs(t, before)
+					})
 				}
-				if resp.StatusCode != 101 || resp.Header.Get("Upgrade") != "lines" || resp.Header.Get("Connection") != "Upgrade" {
-					t.Fatalf("status %d, header %v", resp.StatusCode, resp.Header)
-				}
-				read := func() string {
-					l, err := rc.br.ReadString('\n')
-					if err != nil {
-						t.Fatal(err)
-					}
-					return l
-				}
-				if got := read(); got != fmt.Sprintf("buffered %d\n", len("early\n")) {
-					t.Fatalf("%q: the bytes sent with the request are not in the bufio.Reader", got)
-				}
-				if got := read(); got != "EARLY\n" {
-					t.Fatalf("%q", got)
-				}
-				for i := range 50 {
-					rc.send(fmt.Sprintf("line %d\n", i))
-					if got, want := read(), fmt.Sprintf("LINE %d\n", i); got != want {
-						t.Fatalf("%q, want %q", got, want)
-					}
-				}
-				rc.send("quit\n")
-				rc.expectClosed(5 * time.Second)
-				if err := ts.stop(t); err != nil {
-					t.Fatal(err)
-				}
-				if !states.has(http.StateHijacked) || states.has(http.StateClosed) {
-					t.Fatalf("ConnState calls %v: want StateHijacked and no StateClosed", states.got)
-				}
-				rc.c.Close()
-				waitFDs(t, before)
-			})
+			}
 		}
 	}
 }
@@ -190,37 +292,6 @@ func TestGracefulStopLeavesAHijackedConnectionToItsHandler(t *testing.T) {
 		t.Fatalf("%q, %v: want the handler's goodbye, after the server's timeouts and its stop", l, err)
 	}
 	rc.expectClosed(5 * time.Second)
-}
-
-// Hijack is refused, with an error wrapping http.ErrNotSupported, over
-// TLS (until weft has a TLS connection a reader and a writer task may
-// share) and in a handler run by Blocking (until the connection can be
-// used from a goroutine).
-func TestHijackRefusedOverTLSAndInBlocking(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _, err := http.NewResponseController(w).Hijack()
-		fmt.Fprint(w, errors.Is(err, http.ErrNotSupported))
-	})
-	certs := newCerts(t)
-	tlsSrv := startServer(t, &whttp.Server{Handler: whttp.Adapt(h), TLSConfig: certs.ServerConfig()})
-	tr := &http.Transport{TLSClientConfig: certs.ClientConfig()}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get("https://" + tlsSrv.addr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := bodyOf(t, resp); got != "true" {
-		t.Fatalf("TLS: %q", got)
-	}
-	blk := startServer(t, &whttp.Server{Handler: whttp.Blocking(h)})
-	resp, err = newClient(t).Get(blk.url("/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := bodyOf(t, resp); got != "true" {
-		t.Fatalf("Blocking: %q", got)
-	}
-	_ = tls.VersionTLS13
 }
 
 // A handler that hijacks and returns without closing the connection
@@ -268,4 +339,33 @@ func errTimeoutLike(err error) error {
 		return err
 	}
 	return errors.New("not a timeout")
+}
+
+// A handler run by Blocking that hijacked its connection is left alone
+// by the drain; then its r.Context() is done, Serve waits for it to
+// return, and the connection stays open until the handler closes it.
+func TestGracefulStopEndsAHijackingBlockingHandlersContext(t *testing.T) {
+	hijacked := make(chan struct{})
+	srv := &whttp.Server{Handler: whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nc, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		close(hijacked)
+		<-r.Context().Done()
+		fmt.Fprintf(nc, "bye: %v\n", errors.Is(r.Context().Err(), context.Canceled))
+	}))}
+	ts := startServer(t, srv)
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-hijacked
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := rc.br.ReadString('\n')
+	if err != nil || l != "bye: true\n" {
+		t.Fatalf("%q, %v: want the handler's goodbye after the stop", l, err)
+	}
+	rc.expectClosed(5 * time.Second)
 }

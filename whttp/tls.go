@@ -1,15 +1,17 @@
 package whttp
 
-// HTTPS on the server's side: with Server.TLSConfig set, each
-// connection's task runs the TLS handshake (crypto/tls, in the task)
-// before the first request, bounded by the header deadline. A client that
-// speaks plain HTTP to it gets 400, as from net/http.
+// HTTPS on the server's side: with Server.TLSConfig set, each connection
+// is a weft.TLSConn (weft.TLSServer): crypto/tls over an in-memory buffer,
+// never entered by a task that may suspend there, so that several tasks
+// may use the connection at once. The connection's task runs the
+// handshake before the first request, bounded by the header deadline; the
+// watch (watch.go) reads the TLSConn while the handler writes it; a
+// hijacker's reader and writer (tasks or goroutines) share it. A client
+// that speaks plain HTTP to it gets 400, as from net/http.
 
 import (
 	"crypto/tls"
 	"errors"
-	"io"
-	"net"
 	"slices"
 	"time"
 
@@ -29,48 +31,36 @@ func serverTLSConfig(cfg *tls.Config) *tls.Config {
 
 // connTLS is a TLS connection's state.
 type connTLS struct {
-	conn  *tls.Conn
-	state tls.ConnectionState
-	raw   tlsUnder // what the tls.Conn reads and writes through
+	conn  *weft.TLSConn
+	state tls.ConnectionState // once the handshake is done
 }
 
-// tlsUnder is the connection beneath a tls.Conn: the connection's own
-// (bound to its task), read after what the watch read from the socket
-// while a handler ran (watch.go), which the watch leaves in pending.
-type tlsUnder struct {
-	net.Conn
-	buf     [64]byte // the watch reads into it
-	pending []byte   // read by the watch, not yet by the tls.Conn
+// startTLS makes c's connection a TLSConn, read and written by its task
+// t through c.nc. It does not suspend: the handshake is run by handshake.
+func (c *conn) startTLS(t *weft.Task) {
+	tc := weft.TLSServer(c.wc, c.sv.tls)
+	c.tls = &connTLS{conn: tc}
+	c.nc = tc.NetConn(t)
 }
 
-func (u *tlsUnder) Read(p []byte) (int, error) {
-	if len(u.pending) > 0 {
-		n := copy(p, u.pending)
-		u.pending = u.pending[n:]
-		return n, nil
-	}
-	return u.Conn.Read(p)
-}
-
-// handshake runs the TLS handshake, bounded by the header deadline.
+// handshake runs the TLS handshake, bounded by the header deadline. If it
+// fails, c is plain TCP again (c.tls nil), for its close.
 func (c *conn) handshake(t *weft.Task, deadline time.Time) error {
 	c.wc.SetDeadline(deadline)
-	ct := &connTLS{}
-	ct.raw.Conn = c.nc
-	tc := tls.Server(&ct.raw, c.sv.tls)
-	err := tc.Handshake()
+	ct := c.tls
+	err := ct.conn.Handshake(t)
 	if err != nil {
+		c.tls, c.nc = nil, c.wc.NetConn(t)
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
-			io.WriteString(c.nc, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			c.wc.Write(t, []byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 		} else {
 			c.sv.log.Debug("whttp: TLS handshake error", "remote", c.remote, "err", err)
 		}
 		return err
 	}
 	c.wc.SetDeadline(time.Time{})
-	ct.conn, ct.state = tc, tc.ConnectionState()
-	c.tls, c.nc = ct, tc
+	ct.state = ct.conn.ConnectionState()
 	return nil
 }
 

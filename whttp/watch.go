@@ -12,19 +12,14 @@ package whttp
 // watch is cancelled and joined before the connection reads again, so two
 // tasks never read it at once.
 //
-// Over TLS the watch never enters crypto/tls (whose tls.Conn may not be
-// read by one task while another writes through it without risking the
-// loop: it holds sync.Mutexes across its calls into the connection). It
-// reads the socket beneath, into a small buffer that the tls.Conn reads
-// first (tlsUnder): an end of stream or a reset is the client gone, and
-// so is a record that can only be an alert (a TLS 1.2 alert record, or a
-// TLS 1.3 record of 19 bytes: two bytes of alert, the content type and
-// the 16-byte tag; an HTTP request cannot be that short); any other
-// record ends the watch, as pipelined bytes do.
+// Over TLS the watch reads the weft.TLSConn (tls.go) as the handler's
+// task writes it: that is what TLSConn is for. Its Read returns io.EOF
+// for the client's close_notify, as for a closed socket; decrypted bytes
+// (a pipelined request) land in the input buffer as on plain TCP; a
+// cancelled Read consumes nothing.
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -53,9 +48,6 @@ func (c *conn) startWatch(t *weft.Task) {
 	if c.watch != nil || !c.handling || c.st == nil || c.st.in.buffered() > 0 {
 		return
 	}
-	if c.tls != nil && len(c.tls.raw.pending) > 0 {
-		return // the next record is here already
-	}
 	in := &c.st.in
 	in.r, in.w = 0, 0
 	// The request is read: ReadTimeout no longer applies, and must not
@@ -66,8 +58,7 @@ func (c *conn) startWatch(t *weft.Task) {
 }
 
 // watchConn is the watch's task, for request gen: it returns how many
-// bytes it put in the input buffer (plain TCP; over TLS they go to
-// tlsUnder's).
+// bytes it put in the input buffer.
 func (c *conn) watchConn(t *weft.Task, gen uint64) (int, error) {
 	if t.Yield() != nil {
 		return 0, nil
@@ -82,21 +73,14 @@ func (c *conn) watchConn(t *weft.Task, gen uint64) (int, error) {
 	}
 	c.watching = true
 	c.mu.Unlock()
-	var buf []byte
+	var n int
+	var err error
 	if c.tls != nil {
-		buf = c.tls.raw.buf[:]
+		n, err = c.tls.conn.Read(t, c.st.in.buf)
 	} else {
-		buf = c.st.in.buf
+		n, err = c.wc.Read(t, c.st.in.buf)
 	}
-	n, err := c.wc.Read(t, buf)
 	if n > 0 {
-		if c.tls != nil {
-			c.tls.raw.pending = buf[:n]
-			if isTLSAlert(buf[:n], c.tls.state.Version) {
-				c.clientGone(errors.New("the client sent a TLS alert (close_notify)"))
-			}
-			return 0, nil
-		}
 		return n, nil
 	}
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errWatchStopped) {
@@ -104,27 +88,6 @@ func (c *conn) watchConn(t *weft.Task, gen uint64) (int, error) {
 	}
 	c.clientGone(err)
 	return 0, nil
-}
-
-// isTLSAlert reports whether b is one whole TLS record that can only be
-// an alert: the content type says so (TLS 1.2), or, in TLS 1.3, where
-// every record says application data, its length is that of an encrypted
-// alert.
-func isTLSAlert(b []byte, version uint16) bool {
-	if len(b) < 5 {
-		return false
-	}
-	n := int(b[3])<<8 | int(b[4])
-	if len(b) != 5+n {
-		return false
-	}
-	switch b[0] {
-	case 21: // alert
-		return true
-	case 23: // application data
-		return version == tls.VersionTLS13 && n == 2+1+16
-	}
-	return false
 }
 
 // stopWatch marks the handler ended and ends the watch, if any: if it

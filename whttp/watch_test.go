@@ -242,71 +242,87 @@ func TestHalfClosedClientStillGetsTheResponse(t *testing.T) {
 	rc.expectClosed(5 * time.Second)
 }
 
-// Over TLS the watch reads the socket beneath crypto/tls: a client that
-// closes (close_notify, then FIN), or resets, ends the handler's wait; a
-// keep-alive client's next request, arriving while nothing runs, is served.
+// Over TLS (the watch reads the weft.TLSConn while the handler may write
+// it) a client that closes (close_notify, then FIN), resets, or only
+// sends close_notify ends the handler's wait, whatever its kind, on one
+// loop and on two; a keep-alive client's next request, arriving while
+// nothing runs, is served.
 func TestClientGoingAwayOverTLS(t *testing.T) {
 	certs := newCerts(t)
 	for _, loops := range []int{1, 2} {
-		for _, how := range []string{"close", "reset", "keepalive"} {
-			t.Run(fmt.Sprintf("loops=%d/%s", loops, how), func(t *testing.T) {
-				ready := make(chan struct{}, 1)
-				out := make(chan string, 1)
-				ts := startServer(t, &whttp.Server{TLSConfig: certs.ServerConfig(), Logger: (&logBuffer{}).logger(),
-					Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
-						if r.URL.Path == "/quick" {
-							io.WriteString(w, "quick")
-							return
-						}
-						ready <- struct{}{}
-						err := t.Sleep(time.Hour)
-						out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
-					})}, weft.WithLoops(loops))
-				raw, err := net.Dial("tcp", ts.addr)
-				if err != nil {
-					t.Fatal(err)
+		for _, kind := range waitKinds {
+			for _, how := range []string{"close", "reset", "closenotify", "keepalive"} {
+				if kind.name != "Sleep" && (how == "closenotify" || how == "keepalive") {
+					continue
 				}
-				defer raw.Close()
-				cfg := certs.ClientConfig()
-				cfg.ServerName = "127.0.0.1"
-				tc := tls.Client(raw, cfg)
-				br := bufio.NewReader(tc)
-				if how == "keepalive" {
-					for range 3 {
-						io.WriteString(tc, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
-						resp, err := http.ReadResponse(br, nil)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if got := bodyOf(t, resp); got != "quick" {
-							t.Fatalf("body %q", got)
+				t.Run(fmt.Sprintf("loops=%d/%s/%s", loops, kind.name, how), func(t *testing.T) {
+					ready := make(chan struct{})
+					out := make(chan string, 1)
+					inner := kind.h(ready, out)
+					ts := startServer(t, &whttp.Server{TLSConfig: certs.ServerConfig(), Logger: (&logBuffer{}).logger(),
+						Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+							if r.URL.Path == "/quick" {
+								io.WriteString(w, "quick")
+								return
+							}
+							inner.ServeHTTP(t, w, r)
+						})}, weft.WithLoops(loops))
+					raw, err := net.Dial("tcp", ts.addr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer raw.Close()
+					if kind.name == "Write" {
+						raw.(*net.TCPConn).SetReadBuffer(4 << 10)
+					}
+					cfg := certs.ClientConfig()
+					cfg.ServerName = "127.0.0.1"
+					tc := tls.Client(raw, cfg)
+					br := bufio.NewReader(tc)
+					if how == "keepalive" {
+						for range 3 {
+							io.WriteString(tc, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+							resp, err := http.ReadResponse(br, nil)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if got := bodyOf(t, resp); got != "quick" {
+								t.Fatalf("body %q", got)
+							}
 						}
 					}
-				}
-				if _, err := io.WriteString(tc, "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-					t.Fatal(err)
-				}
-				<-ready
-				start := time.Now()
-				if how == "reset" {
-					raw.(*net.TCPConn).SetLinger(0)
-					raw.Close()
-				} else {
-					tc.Close()
-				}
-				var got string
-				select {
-				case got = <-out:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the handler's wait did not end after the client left")
-				}
-				if el := time.Since(start); el > hangupBound {
-					t.Errorf("seen after %v", el)
-				}
-				if ok, cause, _ := strings.Cut(got, "|"); ok != "true" || !strings.Contains(cause, whttp.ErrClientGone.Error()) {
-					t.Fatalf("wait ended with an error %s, cause %q", ok, cause)
-				}
-			})
+					if _, err := io.WriteString(tc, "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+						t.Fatal(err)
+					}
+					select {
+					case <-ready:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the handler did not start")
+					}
+					start := time.Now()
+					switch how {
+					case "reset":
+						raw.(*net.TCPConn).SetLinger(0)
+						raw.Close()
+					case "closenotify":
+						tc.CloseWrite() // close_notify; the TCP connection stays open
+					default:
+						tc.Close()
+					}
+					var got string
+					select {
+					case got = <-out:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the handler's wait did not end after the client left")
+					}
+					if el := time.Since(start); el > hangupBound {
+						t.Errorf("seen after %v", el)
+					}
+					if ok, cause, _ := strings.Cut(got, "|"); ok != "true" || !strings.Contains(cause, whttp.ErrClientGone.Error()) {
+						t.Fatalf("wait ended with an error %s, cause %q", ok, cause)
+					}
+				})
+			}
 		}
 	}
 }
@@ -348,44 +364,80 @@ func TestTLSRequestArrivingDuringAHandlerIsKept(t *testing.T) {
 	}
 }
 
-// A standard streaming handler run by Blocking (Server-Sent Events) ends
-// when its client leaves: its context is done and its writes fail.
-func TestBlockingSSEHandlerEndsWhenTheClientLeaves(t *testing.T) {
-	ended := make(chan error, 1)
-	ts := startServer(t, &whttp.Server{Handler: whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; ; i++ {
-			select {
-			case <-r.Context().Done():
-				ended <- context.Cause(r.Context())
-				return
-			case <-time.After(10 * time.Millisecond):
+// Standard streaming handlers run by Blocking (Server-Sent Events) end
+// when their clients leave: their contexts are done with ErrClientGone as
+// the cause; 500 at once over plain TCP, 50 over TLS, on one loop and on
+// two; no descriptor stays open (and no goroutine: TestMain).
+func TestBlockingSSEHandlersEndWhenTheirClientsLeave(t *testing.T) {
+	certs := newCerts(t)
+	for _, c := range []struct {
+		loops, n int
+		tls      bool
+	}{{1, 500, false}, {2, 500, false}, {1, 50, true}, {2, 50, true}} {
+		t.Run(fmt.Sprintf("loops=%d/n=%d/tls=%v", c.loops, c.n, c.tls), func(t *testing.T) {
+			before := openFDs()
+			ended := make(chan error, c.n)
+			srv := &whttp.Server{Handler: whttp.Blocking(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				tick := time.NewTicker(200 * time.Millisecond) // 500 handlers: 2,500 flushes a second for the loop
+				defer tick.Stop()
+				for i := 0; ; i++ {
+					fmt.Fprintf(w, "data: %d\n\n", i)
+					w.(http.Flusher).Flush()
+					select {
+					case <-r.Context().Done():
+						ended <- context.Cause(r.Context())
+						return
+					case <-tick.C:
+					}
+				}
+			}))}
+			if c.tls {
+				srv.TLSConfig = certs.ServerConfig()
 			}
-			fmt.Fprintf(w, "data: %d\n\n", i)
-			w.(http.Flusher).Flush()
-		}
-	}))})
-	c, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(c, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "data: ") {
-		t.Fatalf("first event %q, %v", line, err)
-	}
-	c.Close()
-	select {
-	case err := <-ended:
-		if !errors.Is(err, whttp.ErrClientGone) {
-			t.Fatalf("the handler ended with cause %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the SSE handler went on after its client left")
+			ts := startServer(t, srv, weft.WithLoops(c.loops))
+			conns := make([]net.Conn, c.n)
+			for i := range conns {
+				nc, err := net.Dial("tcp", ts.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer nc.Close()
+				if c.tls {
+					cfg := certs.ClientConfig()
+					cfg.ServerName = "127.0.0.1"
+					nc = tls.Client(nc, cfg)
+				}
+				conns[i] = nc
+				nc.SetDeadline(time.Now().Add(30 * time.Second))
+				io.WriteString(nc, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				line, err := bufio.NewReader(resp.Body).ReadString('\n')
+				if err != nil || !strings.HasPrefix(line, "data: ") {
+					t.Fatalf("first event %q, %v", line, err)
+				}
+			}
+			for _, nc := range conns {
+				nc.Close()
+			}
+			deadline := time.After(30 * time.Second)
+			for i := range c.n {
+				select {
+				case err := <-ended:
+					if !errors.Is(err, whttp.ErrClientGone) {
+						t.Fatalf("a handler ended with cause %v", err)
+					}
+				case <-deadline:
+					t.Fatalf("%d of %d SSE handlers went on after their clients left", c.n-i, c.n)
+				}
+			}
+			if err := ts.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			waitFDs(t, before)
+		})
 	}
 }

@@ -5,7 +5,8 @@
 // standard http.Handler run by whttp.Adapt on its connection's task: the
 // connection's reads and writes suspend the task that makes them, so a
 // member's reader and writer are two tasks, and an idle member costs two
-// suspended tasks.
+// suspended tasks. Under /blocking/, echoes with each library run by
+// whttp.Blocking, on goroutines, written as under net/http (blocking.go).
 //
 //	go run . -addr 127.0.0.1:8080          # then open http://127.0.0.1:8080/
 //	go run . -addr 127.0.0.1:8080 -loops 2
@@ -15,6 +16,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"encoding/json"
 	"flag"
@@ -23,6 +25,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +53,21 @@ func (rp *Reports) Get(name string) (string, bool) {
 	return v, ok
 }
 
-// NewServer returns the chat's server on hub; logs go to logw.
-func NewServer(hub *Hub, logw io.Writer, reports *Reports) *whttp.Server {
-	return &whttp.Server{Handler: whttp.Adapt(NewRouter(hub, logw, reports)), ReadHeaderTimeout: 10 * time.Second}
+// NewServer returns the chat's server on hub, over TLS if cfg is not
+// nil; logs go to logw. Paths under /blocking/ are served by
+// NewBlockingRouter's handlers, run by whttp.Blocking on goroutines; the
+// rest by NewRouter's, run by whttp.Adapt on the connection's task.
+func NewServer(hub *Hub, logw io.Writer, reports *Reports, cfg *tls.Config) *whttp.Server {
+	onTask := whttp.Adapt(NewRouter(hub, logw, reports))
+	onGoroutine := whttp.Blocking(NewBlockingRouter(logw))
+	h := whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/blocking/") {
+			onGoroutine.ServeHTTP(t, w, r)
+			return
+		}
+		onTask.ServeHTTP(t, w, r)
+	})
+	return &whttp.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg}
 }
 
 // NewRouter returns the chat's routes, a standard http.Handler.
@@ -66,6 +81,7 @@ func NewRouter(hub *Hub, logw io.Writer, reports *Reports) http.Handler {
 	r.Get("/echo", gorillaEcho)
 	r.Get("/coder/chat", coderChat(hub))
 	r.Get("/coder/echo", coderEcho)
+	r.Get("/events", events) // a stream: no Timeout, no Compress either
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(5 * time.Second))
 		r.Use(middleware.Compress(5))
@@ -96,14 +112,15 @@ func NewRouter(hub *Hub, logw io.Writer, reports *Reports) http.Handler {
 	return r
 }
 
-// Serve runs the chat on ln until t is cancelled: a graceful stop. The
+// Serve runs the chat on ln (over TLS if cfg is not nil) until t is
+// cancelled: a graceful stop. The
 // WebSocket connections are their handlers' (hijacked): the server's drain
 // neither waits for them nor closes them, so the hub closes as the stop
 // begins, and each member's writer says goodbye with a closing frame.
-func Serve(t *weft.Task, ln *weft.Listener, logw io.Writer, reports *Reports) error {
+func Serve(t *weft.Task, ln *weft.Listener, logw io.Writer, reports *Reports, cfg *tls.Config) error {
 	hub := StartHub(t)
 	defer hub.Close()
-	srv := NewServer(hub, logw, reports)
+	srv := NewServer(hub, logw, reports, cfg)
 	srv.RegisterOnShutdown(hub.Close)                 // a stop by srv.Shutdown
 	stop := context.AfterFunc(t.Context(), hub.Close) // a stop by cancelling t
 	defer stop()
@@ -121,7 +138,7 @@ func main() {
 		}
 		fmt.Printf("chat on http://%s/\n", ln.Addr())
 		serving := weft.Go(t, func(t *weft.Task) (struct{}, error) {
-			return struct{}{}, Serve(t, ln, os.Stderr, nil)
+			return struct{}{}, Serve(t, ln, os.Stderr, nil, nil)
 		})
 		sig := weft.Signal(t, os.Interrupt)
 		weft.Select(t, weft.RecvCase(sig, new(os.Signal)))

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,13 +36,40 @@ type chat struct {
 	reports *Reports
 	serving *weft.Promise[struct{}]
 	done    chan error
+	client  *tls.Config // over TLS: the clients' configuration; nil: plain
+	hc      *http.Client
 }
 
-// startChat serves the chat on 127.0.0.1 with loops loops until the end
-// of the test, which stops it gracefully.
-func startChat(t *testing.T, loops int) *chat {
+// mode is how a test serves the chat: on how many loops, over TLS or not.
+type mode struct {
+	loops int
+	tls   bool
+}
+
+// tlsConfigs returns a server's TLS configuration and its clients', with
+// httptest's certificate (for 127.0.0.1).
+func tlsConfigs(t *testing.T) (server, client *tls.Config) {
+	ts := httptest.NewUnstartedServer(nil)
+	ts.StartTLS()
+	defer ts.Close()
+	server = &tls.Config{Certificates: ts.TLS.Certificates}
+	client = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	return server, client
+}
+
+// startChat serves the chat on 127.0.0.1 as m says until the end of the
+// test, which stops it gracefully.
+func startChat(t *testing.T, m mode) *chat {
 	t.Helper()
+	loops := m.loops
 	c := &chat{reports: &Reports{new: make(chan struct{}, 1)}, done: make(chan error, 1)}
+	var serverTLS *tls.Config
+	if m.tls {
+		serverTLS, c.client = tlsConfigs(t)
+	}
+	tr := &http.Transport{TLSClientConfig: c.client}
+	t.Cleanup(tr.CloseIdleConnections)
+	c.hc = &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	ready := make(chan error, 1)
 	go func() {
 		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
@@ -50,7 +80,7 @@ func startChat(t *testing.T, loops int) *chat {
 			}
 			c.addr = ln.Addr().String()
 			c.serving = weft.Go(wt, func(wt *weft.Task) (struct{}, error) {
-				return struct{}{}, Serve(wt, ln, io.Discard, c.reports)
+				return struct{}{}, Serve(wt, ln, io.Discard, c.reports, serverTLS)
 			})
 			ready <- nil
 			return c.serving.Await(wt)
@@ -78,9 +108,18 @@ func (c *chat) stop(t *testing.T) {
 	}
 }
 
+// url returns the URL of path on c, scheme "http" or "ws" (with an s over
+// TLS).
+func (c *chat) url(scheme, path string) string {
+	if c.client != nil {
+		scheme += "s"
+	}
+	return scheme + "://" + c.addr + path
+}
+
 // members asks /api/stats how many members the hub has.
 func (c *chat) members(t *testing.T) int {
-	resp, err := http.Get("http://" + c.addr + "/api/stats")
+	resp, err := c.hc.Get(c.url("http", "/api/stats"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,15 +143,21 @@ func (c *chat) waitMembers(t *testing.T, n int) {
 	}
 }
 
-func eachLoops(t *testing.T, f func(t *testing.T, loops int)) {
+// eachMode runs f on one loop and on two, over plain TCP and TLS.
+func eachMode(t *testing.T, f func(t *testing.T, m mode)) {
 	for _, loops := range []int{1, 2} {
-		t.Run(fmt.Sprint("loops=", loops), func(t *testing.T) { f(t, loops) })
+		for _, tls := range []bool{false, true} {
+			m := mode{loops, tls}
+			t.Run(fmt.Sprintf("loops=%d/tls=%v", loops, tls), func(t *testing.T) { f(t, m) })
+		}
 	}
 }
 
 func dialGorilla(t *testing.T, c *chat, path string) *websocket.Conn {
 	t.Helper()
-	conn, resp, err := websocket.DefaultDialer.Dial("ws://"+c.addr+path, nil)
+	d := *websocket.DefaultDialer
+	d.TLSClientConfig = c.client
+	conn, resp, err := d.Dial(c.url("ws", path), nil)
 	if err != nil {
 		t.Fatalf("dial %s: %v (%v)", path, err, resp)
 	}
@@ -127,8 +172,8 @@ func dialGorilla(t *testing.T, c *chat, path string) *websocket.Conn {
 // frame) leaves the hub and the others chat on; when the server stops,
 // each client gets a closing frame (1000).
 func TestGorillaChat(t *testing.T) {
-	eachLoops(t, func(t *testing.T, loops int) {
-		c := startChat(t, loops)
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
 		const n = 5
 		conns := make([]*websocket.Conn, n)
 		for i := range conns {
@@ -175,8 +220,12 @@ func TestGorillaChat(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A client vanishes.
-		conns[n-1].UnderlyingConn().(*net.TCPConn).SetLinger(0)
-		conns[n-1].UnderlyingConn().Close()
+		vanish := conns[n-1].UnderlyingConn()
+		if tc, ok := vanish.(*tls.Conn); ok {
+			vanish = tc.NetConn() // no close_notify either
+		}
+		vanish.(*net.TCPConn).SetLinger(0)
+		vanish.Close()
 		c.waitMembers(t, n-1)
 		conns[1].WriteMessage(websocket.TextMessage, []byte("still here"))
 		for _, conn := range conns[:n-1] {
@@ -200,8 +249,8 @@ func TestGorillaChat(t *testing.T) {
 // A gorilla client's ping is answered with a pong carrying its data, and
 // its closing frame with the server's; the echo sends 1 MB back whole.
 func TestGorillaPingCloseAndEcho(t *testing.T) {
-	eachLoops(t, func(t *testing.T, loops int) {
-		c := startChat(t, loops)
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
 		for _, path := range []string{"/ws", "/echo"} {
 			conn := dialGorilla(t, c, path)
 			pong := make(chan string, 1)
@@ -249,12 +298,12 @@ func TestGorillaPingCloseAndEcho(t *testing.T) {
 // coder/websocket's client and server: the echo (1 MB, a ping, the close
 // handshake) and the chat (three members, one of which vanishes).
 func TestCoderEchoAndChat(t *testing.T) {
-	eachLoops(t, func(t *testing.T, loops int) {
-		c := startChat(t, loops)
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		dial := func(path string) *coder.Conn {
-			conn, _, err := coder.Dial(ctx, "ws://"+c.addr+path, nil)
+			conn, _, err := coder.Dial(ctx, c.url("ws", path), &coder.DialOptions{HTTPClient: c.hc})
 			if err != nil {
 				t.Fatalf("dial %s: %v", path, err)
 			}
@@ -320,12 +369,128 @@ func TestCoderEchoAndChat(t *testing.T) {
 	})
 }
 
+// The echoes run by whttp.Blocking, on goroutines (a reader and a writer
+// each, the libraries' replies written beside the writer): gorilla's
+// answers a ping sent while it echoes four messages of 1 MB in flight, and
+// the close handshake; coder's echoes 1 MB messages in flight, answers a
+// ping, and closes; when the server stops, a client still connected gets
+// gorilla's closing frame 1001.
+func TestBlockingEchoes(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
+		big := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 1<<20) }
+		const n = 4
+
+		conn := dialGorilla(t, c, "/blocking/echo")
+		pong := make(chan string, 1)
+		conn.SetPongHandler(func(data string) error { pong <- data; return nil })
+		go func() {
+			for i := range n {
+				conn.WriteMessage(websocket.BinaryMessage, big(i))
+				if i == n/2 {
+					conn.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(5*time.Second))
+				}
+			}
+		}()
+		for i := range n {
+			typ, msg, err := conn.ReadMessage() // reads the pong on the way
+			if err != nil || typ != websocket.BinaryMessage || !bytes.Equal(msg, big(i)) {
+				t.Fatalf("gorilla echo %d: %d bytes, type %d, %v", i, len(msg), typ, err)
+			}
+		}
+		select {
+		case p := <-pong:
+			if p != "p" {
+				t.Fatalf("pong %q", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pong")
+		}
+		conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"))
+		if _, _, err := conn.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+			t.Fatalf("after our close: %v, want the server's closing frame", err)
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cc, _, err := coder.Dial(ctx, c.url("ws", "/blocking/coder/echo"), &coder.DialOptions{HTTPClient: c.hc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.CloseNow()
+		cc.SetReadLimit(maxMessage)
+		go func() {
+			for i := range n {
+				if cc.Write(ctx, coder.MessageBinary, big(i)) != nil {
+					return
+				}
+			}
+		}()
+		for i := range n {
+			typ, msg, err := cc.Read(ctx)
+			if err != nil || typ != coder.MessageBinary || !bytes.Equal(msg, big(i)) {
+				t.Fatalf("coder echo %d: %d bytes, %v", i, len(msg), err)
+			}
+		}
+		readDone := make(chan error, 1)
+		go func() { _, _, err := cc.Read(ctx); readDone <- err }() // reads the pong, then the close
+		if err := cc.Ping(ctx); err != nil {
+			t.Fatalf("coder ping: %v", err)
+		}
+		if err := cc.Close(coder.StatusNormalClosure, "bye"); err != nil {
+			t.Fatalf("coder close handshake: %v", err)
+		}
+		<-readDone
+
+		// A client still connected when the server stops is told so.
+		last := dialGorilla(t, c, "/blocking/echo")
+		last.WriteMessage(websocket.TextMessage, []byte("hi"))
+		if _, msg, err := last.ReadMessage(); err != nil || string(msg) != "hi" {
+			t.Fatalf("%q, %v", msg, err)
+		}
+		stopped := make(chan struct{})
+		go func() { c.stop(t); close(stopped) }()
+		if _, _, err := last.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("after the stop: %v, want a closing frame 1001", err)
+		}
+		<-stopped
+	})
+}
+
+// Both event streams (on the task, and run by Blocking) send events as
+// they come, over plain TCP and TLS, until the client leaves.
+func TestEventStreams(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
+		for _, path := range []string{"/events", "/blocking/events"} {
+			resp, err := c.hc.Get(c.url("http", path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Fatalf("%s: Content-Type %q", path, ct)
+			}
+			br := bufio.NewReader(resp.Body)
+			for i := range 3 {
+				line, err := br.ReadString('\n')
+				if err != nil || line != fmt.Sprintf("data: %d\n", i) {
+					t.Fatalf("%s: %q, %v", path, line, err)
+				}
+				br.ReadString('\n') // the blank line
+			}
+			resp.Body.Close() // the client leaves: the handler ends (else the stop would wait for it)
+		}
+	})
+}
+
 // An upgrade with bad headers gets the library's own answer through
 // whttp, the same as through net/http's server, and the server goes on.
 func TestBadUpgradeGetsTheLibrarysAnswer(t *testing.T) {
-	c := startChat(t, 1)
+	c := startChat(t, mode{loops: 1})
 	ns := httptest.NewServer(NewRouter(nil, io.Discard, nil)) // refusals never reach the hub
 	defer ns.Close()
+	nsb := httptest.NewServer(NewBlockingRouter(io.Discard))
+	defer nsb.Close()
 	get := func(base, path string) (int, string, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		req.Header.Set("Connection", "Upgrade")
@@ -338,9 +503,13 @@ func TestBadUpgradeGetsTheLibrarysAnswer(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, string(body), resp.Header.Get("Sec-Websocket-Version")
 	}
-	for _, path := range []string{"/ws", "/echo", "/coder/echo", "/coder/chat"} {
+	for _, path := range []string{"/ws", "/echo", "/coder/echo", "/coder/chat", "/blocking/echo", "/blocking/coder/echo"} {
+		base := ns.URL
+		if strings.HasPrefix(path, "/blocking/") {
+			base = nsb.URL
+		}
 		ws, wb, wv := get("http://"+c.addr, path)
-		ns, nb, nv := get(ns.URL, path)
+		ns, nb, nv := get(base, path)
 		if ws < 400 || ws >= 500 || ws != ns || wb != nb || wv != nv {
 			t.Fatalf("%s: whttp %d %q (version %q), net/http %d %q (version %q)", path, ws, wb, wv, ns, nb, nv)
 		}
@@ -357,13 +526,13 @@ func TestBadUpgradeGetsTheLibrarysAnswer(t *testing.T) {
 // context.WithTimeout's stopped timer holds the entry: only a use would
 // be an error).
 func TestChiMiddlewareStack(t *testing.T) {
-	eachLoops(t, func(t *testing.T, loops int) {
-		c := startChat(t, loops)
-		tr := &http.Transport{DisableCompression: true}
+	eachMode(t, func(t *testing.T, m mode) {
+		c := startChat(t, m)
+		tr := &http.Transport{DisableCompression: true, TLSClientConfig: c.client}
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
 		for i := range 100 {
-			req, _ := http.NewRequest("GET", "http://"+c.addr+"/", nil)
+			req, _ := http.NewRequest("GET", c.url("http", "/"), nil)
 			req.Header.Set("Accept-Encoding", "gzip")
 			resp, err := client.Do(req)
 			if err != nil {
@@ -378,7 +547,7 @@ func TestChiMiddlewareStack(t *testing.T) {
 			if err != nil || !bytes.Equal(b, page) {
 				t.Fatalf("request %d: page of %d bytes, %v", i, len(b), err)
 			}
-			resp, err = client.Get("http://" + c.addr + "/api/stats")
+			resp, err = client.Get(c.url("http", "/api/stats"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -397,14 +566,16 @@ func TestChiMiddlewareStack(t *testing.T) {
 
 // The chat in headless Chromium (Debian's chromium, where installed): the
 // page joins the chat with gorilla's and with coder's endpoint, gets its
-// own line back, echoes 1 MB, and reports to the server.
+// own line back, echoes 1 MB (with gorilla, coder, and gorilla run by
+// Blocking), takes three Server-Sent Events (on a task, and run by
+// Blocking), and reports to the server.
 func TestChatInABrowser(t *testing.T) {
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("no chromium (Debian's package): the browser test is skipped:", err)
 	}
-	c := startChat(t, 2)
-	for _, lib := range []string{"gorilla", "coder"} {
+	c := startChat(t, mode{loops: 2})
+	for _, lib := range []string{"gorilla", "coder", "blocking"} {
 		name := "browser-" + lib
 		cmd := exec.Command(path, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
 			"--user-data-dir="+t.TempDir(), fmt.Sprintf("http://%s/?test=%s&lib=%s", c.addr, name, lib))
@@ -435,7 +606,7 @@ func TestChatInABrowser(t *testing.T) {
 			cmd.Process.Kill()
 			<-killed
 		}
-		if want := fmt.Sprintf("ok chat=hello from %s echo=%d", name, 1<<20); got != want {
+		if want := fmt.Sprintf("ok chat=hello from %s echo=%d sse=0,1,2", name, 1<<20); got != want {
 			t.Fatalf("%s: the page reported %q (arrived %v), want %q", lib, got, ok, want)
 		}
 	}

@@ -1,6 +1,6 @@
 package main
 
-// whttp's measurements for issue 25, beside net/http in the same run:
+// whttp's measurements beside net/http in the same run:
 //
 //	go run . hangup  [-n 200]                      # how soon a handler sees its client leave
 //	go run . sendfile [-pin 0:1] [-reps 3]         # a 5 MB static file: server CPU per request
@@ -8,7 +8,7 @@ package main
 //
 // hangup runs servers and clients in this process (it measures a delay,
 // not a cost); sendfile and wsidle start each server as a child process
-// (`bench whttp25-serve KIND ADDR [DIR]`) and load it from this one.
+// (`bench whttp-serve KIND ADDR [DIR]`) and load it from this one.
 
 import (
 	"context"
@@ -30,31 +30,8 @@ import (
 	"github.com/weft-go/weft/whttp"
 )
 
-// whttp25ServeMode starts a server child of sendfile or wsidle.
-const whttp25ServeMode = "whttp25-serve"
-
-// whttp25Main runs the subcommand cmd (hangup, sendfile, wsidle, or the
-// child mode) and returns the exit status.
-func whttp25Main(cmd string, args []string) int {
-	var err error
-	switch cmd {
-	case "hangup":
-		err = hangupMain(args)
-	case "sendfile":
-		err = sendfileMain(args)
-	case "wsidle":
-		err = wsidleMain(args)
-	case whttp25ServeMode:
-		err = whttp25Serve(args)
-	default:
-		err = fmt.Errorf("unknown subcommand %q", cmd)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench %s: %v\n", cmd, err)
-		return 1
-	}
-	return 0
-}
+// whttpServeMode starts a server child of sendfile or wsidle.
+const whttpServeMode = "whttp-serve"
 
 // ---- hangup
 
@@ -292,7 +269,7 @@ func startWhttp25Child(p pinning, kind, dir string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{exe, whttp25ServeMode, kind, "127.0.0.1:0", dir}
+	argv := []string{exe, whttpServeMode, kind, "127.0.0.1:0", dir}
 	if p.on {
 		taskset, err := lookTaskset()
 		if err != nil {
@@ -406,11 +383,11 @@ func procRSS(pid int) (int64, error) {
 
 // ---- the server children
 
-// whttp25Serve runs a server child (KIND ADDR [DIR]) until stdin ends,
+// whttpServe runs a server child (KIND ADDR [DIR]) until stdin ends,
 // answering "mem" lines.
-func whttp25Serve(args []string) error {
+func whttpServe(args []string) error {
 	if len(args) < 2 {
-		return errors.New("usage: bench whttp25-serve KIND ADDR [DIR]")
+		return errors.New("usage: bench whttp-serve KIND ADDR [DIR]")
 	}
 	kind, addr := args[0], args[1]
 	dir := ""

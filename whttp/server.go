@@ -106,6 +106,17 @@ type Server struct {
 	// cancellation.
 	BaseContext func(ln *weft.Listener) context.Context
 
+	// Protocols, if not nil, says which protocols the server speaks, with
+	// net/http's meaning: nil is HTTP/1 and, over TLS, HTTP/2 (offered
+	// by ALPN as "h2"); SetUnencryptedHTTP2(true) serves HTTP/2 over
+	// cleartext connections that open with its preface (h2c with prior
+	// knowledge). See the package doc, HTTP/2.
+	Protocols *http.Protocols
+
+	// HTTP2, if not nil, sets HTTP/2's limits, with net/http's meaning
+	// (zero fields: the defaults; see the package doc, HTTP/2).
+	HTTP2 *http.HTTP2Config
+
 	// ConnContext, if not nil, returns the context of one connection's
 	// requests, derived from ctx (BaseContext's), as net/http's does. It
 	// is called in the connection's task as it starts, with the accepted
@@ -223,6 +234,9 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	}
 	if s.TLSConfig != nil {
 		sv.tls = serverTLSConfig(s.TLSConfig)
+		if http1, h2, _ := s.protocols(); h2 {
+			sv.tls.NextProtos = h2NextProtos(s.TLSConfig.NextProtos, http1)
+		}
 	}
 	var lnErr error
 	err := weft.Group(t, func(g *weft.TaskGroup) error {

@@ -58,12 +58,12 @@ type h2Stream struct {
 	waitingBody bool
 
 	// The response, queued for the writer.
-	hdrs     []h2Headers          // mu
-	out      []byte               // mu
-	outOff   int                  // mu
-	outEnd   bool                 // mu: the handler is done
-	trailers []hpack.HeaderField  // mu
-	sendWin  int64                // mu
+	hdrs     []h2Headers         // mu
+	out      []byte              // mu
+	outOff   int                 // mu
+	outEnd   bool                // mu: the handler is done
+	trailers []hpack.HeaderField // mu
+	sendWin  int64               // mu
 }
 
 // h2Headers is one header block queued for the writer.

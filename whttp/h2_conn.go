@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -329,6 +330,10 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 			}
 			if h.shutdownDone() {
 				return errH2Shutdown
+			}
+			var ne net.Error
+			if h.idleSet && errors.As(err, &ne) && ne.Timeout() {
+				return h.connError(http2.ErrCodeNo, "idle timeout")
 			}
 			return err
 		}

@@ -39,7 +39,7 @@ import (
 // run when Server.DrainTimeout is zero.
 const DefaultDrainTimeout = 10 * time.Second
 
-// Server serves HTTP/1.x on weft listeners. Its fields are read when Serve
+// Server serves HTTP/1.x and HTTP/2 on weft listeners. Its fields are read when Serve
 // starts each connection; do not change them while it serves. The zero
 // value serves http.DefaultServeMux, as net/http's Server does.
 type Server struct {
@@ -48,7 +48,9 @@ type Server struct {
 
 	// TLSConfig, if not nil, makes Serve speak HTTPS: each connection
 	// starts with a TLS handshake (crypto/tls, on the connection's task).
-	// Its NextProtos default to "http/1.1"; "h2" is dropped from them.
+	// With HTTP/2 on (Protocols), "h2" is put first in its NextProtos,
+	// followed by "http/1.1" if it has none; otherwise "h2" is dropped
+	// from them and they default to "http/1.1".
 	TLSConfig *tls.Config
 
 	// ReadHeaderTimeout bounds the time from the first byte of a request

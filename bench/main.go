@@ -49,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return echoMain(args[1:])
 	case "http":
 		return httpMain(args[1:])
+	case "h2":
+		return h2Main(args[1:])
 	case "pinned":
 		return pinnedMain(args[1:])
 	case "convoy":

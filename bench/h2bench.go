@@ -187,7 +187,6 @@ func serveNetH2C(ctx context.Context, addr string) error {
 	return nil
 }
 
-
 func h2Column(runs []h2Result, f func(h2Result) float64) []float64 {
 	out := make([]float64, len(runs))
 	for i, r := range runs {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
@@ -34,7 +35,8 @@ type h2Stream struct {
 	task *weft.Promise[struct{}] // mu
 	wake *weft.Chan[struct{}]    // wakes the handler's task
 
-	// The context.
+	// The context (see newStream).
+	base   context.Context
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	cause  error // mu
@@ -72,8 +74,23 @@ type h2Headers struct {
 	end    bool
 }
 
-// signal wakes the stream's handler task if it waits.
-func (s *h2Stream) signal() { s.wake.TrySend(struct{}{}) }
+// signal wakes the stream's handler task if it waits; mu held.
+func (s *h2Stream) signal() {
+	if s.wake != nil {
+		s.wake.TrySend(struct{}{})
+	}
+}
+
+// waker returns the channel the handler's task waits on; mu held.
+func (s *h2Stream) waker() *weft.Chan[struct{}] {
+	if s.wake == nil {
+		s.wake = weft.NewChan[struct{}](1)
+	}
+	return s.wake
+}
+
+// endCtxLocked ends the stream's context; mu held.
+func (s *h2Stream) endCtxLocked(cause error) { s.cancel(cause) }
 
 // hasOutput reports whether the writer has something of s to send now;
 // mu held.
@@ -95,7 +112,7 @@ func (s *h2Stream) cancelLocked(cause error) {
 	if s.cause == nil {
 		s.cause = cause
 	}
-	s.cancel(cause)
+	s.endCtxLocked(cause)
 	if s.task != nil {
 		s.task.CancelWithCause(cause)
 	}
@@ -163,7 +180,7 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 			}
 			declLen = int64(n)
 		}
-		k := textproto.CanonicalMIMEHeaderKey(hf.Name)
+		k := canonicalHeader(hf.Name)
 		hdr[k] = append(hdr[k], hf.Value)
 	}
 	if len(cookies) > 0 {
@@ -188,12 +205,16 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 	s := &h2Stream{
 		h:       h,
 		id:      id,
-		wake:    weft.NewChan[struct{}](1),
 		declLen: declLen,
 		recvWin: h.cfg.streamWin,
 		sendWin: int64(h.peerInitWin),
 	}
-	s.ctx, s.cancel = context.WithCancelCause(h.reqContext())
+	// A cancelCtx of the context package (rather than a Done channel of
+	// the stream's own): contexts derived from r.Context() then end with
+	// it at once, without a goroutine each (the context package finds it
+	// through Value).
+	s.base = h.reqContext()
+	s.ctx, s.cancel = context.WithCancelCause(s.base)
 	req := &http.Request{
 		Method:     method,
 		URL:        u,
@@ -254,9 +275,10 @@ func (s *h2Stream) setTrailer(fields []hpack.HeaderField) {
 
 // The stream as the request's context: its values are the connection's
 // and the task's (TaskOf).
-func (s *h2Stream) Deadline() (time.Time, bool) { return s.ctx.Deadline() }
-func (s *h2Stream) Done() <-chan struct{}       { return s.ctx.Done() }
-func (s *h2Stream) Err() error                  { return s.ctx.Err() }
+func (s *h2Stream) Deadline() (time.Time, bool) { return s.base.Deadline() }
+
+func (s *h2Stream) Done() <-chan struct{} { return s.ctx.Done() }
+func (s *h2Stream) Err() error            { return s.ctx.Err() }
 func (s *h2Stream) Value(key any) any {
 	if _, ok := key.(taskKey); ok {
 		return s.t
@@ -273,7 +295,11 @@ func (s *h2Stream) run(t *weft.Task) (struct{}, error) {
 	h := s.h
 	s.t = t
 	defer h.handlerDone()
-	defer s.cancel(context.Canceled)
+	defer func() {
+		h.mu.Lock()
+		s.endCtxLocked(context.Canceled)
+		h.mu.Unlock()
+	}()
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -370,11 +396,12 @@ func (b *h2Body) Read(p []byte) (int, error) {
 			h.mu.Unlock()
 			return 0, io.EOF
 		}
+		w := s.waker()
 		h.mu.Unlock()
 		if s.t == nil {
 			panic("weft: whttp: an HTTP/2 request body read outside its handler's task")
 		}
-		if _, err := s.wake.Recv(s.t); err != nil {
+		if _, err := w.Recv(s.t); err != nil {
 			return 0, err
 		}
 	}
@@ -544,7 +571,7 @@ func (w *h2Response) commit(more []byte, end bool) error {
 		hdr.Set("Content-Type", http.DetectContentType(sniff))
 	}
 	fields := make([]hpack.HeaderField, 0, 4+len(hdr))
-	fields = append(fields, hpack.HeaderField{Name: ":status", Value: strconv.Itoa(w.status)})
+	fields = append(fields, hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
 	fields = appendFields(fields, hdr, w.trailerKeys)
 	if len(hdr["Date"]) == 0 {
 		fields = append(fields, hpack.HeaderField{Name: "date", Value: h2Date()})
@@ -633,18 +660,62 @@ func isIn(list []string, k string) bool {
 	return false
 }
 
-// lowerCache keeps lower-cased forms of common header names.
-var lowerCache sync.Map
+// lowerCache and canonCache keep the lower-cased and the canonical forms
+// of header names seen, up to headerCacheMax of each (a peer sending
+// ever new names must not grow them for ever).
+var (
+	lowerCache, canonCache sync.Map
+	lowerN, canonN         atomic.Int32
+)
+
+const headerCacheMax = 2048
 
 func lowerHeader(k string) string {
 	if v, ok := lowerCache.Load(k); ok {
 		return v.(string)
 	}
 	l := strings.ToLower(k)
-	if len(k) < 40 {
+	if len(k) < 40 && lowerN.Add(1) <= headerCacheMax {
 		lowerCache.Store(k, l)
 	}
 	return l
+}
+
+func canonicalHeader(k string) string {
+	if v, ok := canonCache.Load(k); ok {
+		return v.(string)
+	}
+	c := textproto.CanonicalMIMEHeaderKey(k)
+	if len(k) < 40 && canonN.Add(1) <= headerCacheMax {
+		canonCache.Store(k, c)
+	}
+	return c
+}
+
+// statusText returns code as a string, without allocating for the common
+// codes.
+func statusText(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 204:
+		return "204"
+	case 206:
+		return "206"
+	case 301:
+		return "301"
+	case 302:
+		return "302"
+	case 304:
+		return "304"
+	case 400:
+		return "400"
+	case 404:
+		return "404"
+	case 500:
+		return "500"
+	}
+	return strconv.Itoa(code)
 }
 
 // queueHeaders hands a header block to the writer.
@@ -679,8 +750,9 @@ func (s *h2Stream) queueData(p []byte) error {
 		}
 		room := h2StreamOutBuf - (len(s.out) - s.outOff)
 		if room <= 0 {
+			w := s.waker()
 			h.mu.Unlock()
-			if _, err := s.wake.Recv(s.t); err != nil {
+			if _, err := w.Recv(s.t); err != nil {
 				return err
 			}
 			continue

@@ -193,10 +193,21 @@ func TestH2ResetCancelsHandler(t *testing.T) {
 	_, ts := h2cServer(t, whttp.HandlerFunc(func(wt *weft.Task, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
+		done := r.Context().Done() // made before the reset: closed by it
 		started <- struct{}{}
 		err := wt.Sleep(time.Minute)
+		select {
+		case <-done:
+		default:
+			t.Error("the Done channel taken before the reset is not closed")
+		}
 		if r.Context().Err() == nil {
 			t.Error("the context is not done after the reset")
+		}
+		select {
+		case <-r.Context().Done():
+		default:
+			t.Error("r.Context().Done() is not closed after the reset")
 		}
 		ended <- err
 	}))

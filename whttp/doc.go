@@ -230,8 +230,9 @@
 //
 // HTTP/1.0 and HTTP/1.1: keep-alive, pipelining, Content-Length and
 // chunked bodies both ways, Expect: 100-continue, HEAD, trailers,
-// http.Flusher, Hijack. The server speaks HTTP/2 too (see HTTP/2); the
-// client asks for HTTP/1.1 only. HTTP/3 is out of scope. The client has no
+// http.Flusher, Hijack. The server speaks HTTP/2 too (see HTTP/2), and so
+// does the client when Client.Protocols asks for it. HTTP/3 is out of
+// scope. The client has no
 // proxy support and no transparent gzip.
 //
 // # HTTP/2

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -355,5 +356,26 @@ func TestH2cNetHTTPProtocols(t *testing.T) {
 	}
 	if got := bodyOf(t, resp); got != "HTTP/2.0" {
 		t.Fatalf("proto %q", got)
+	}
+}
+
+// nghttp (Debian's nghttp2-client) speaks h2c to it, several streams on
+// one connection; the test is skipped where there is no nghttp.
+func TestH2cNghttp(t *testing.T) {
+	path, err := exec.LookPath("nghttp")
+	if err != nil {
+		t.Skip("no nghttp:", err)
+	}
+	_, ts := h2cServer(t, whttp.HandlerFunc(func(wt *weft.Task, w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "[%s %s]", r.Proto, r.URL.Path)
+	}))
+	out, err := exec.Command(path, "--timeout=20", ts.url("/a"), ts.url("/b"), ts.url("/c")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nghttp: %v\n%s", err, out)
+	}
+	for _, p := range []string{"/a", "/b", "/c"} {
+		if !strings.Contains(string(out), "[HTTP/2.0 "+p+"]") {
+			t.Fatalf("nghttp output lacks %s: %q", p, out)
+		}
 	}
 }

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 // serve runs the service on a loop of its own (loops of them) until the
 // end of the test.
-func serve(t *testing.T, d *demo, loops int) string {
+func serve(t testing.TB, d *demo, loops int) string {
 	t.Helper()
 	addr := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +59,7 @@ func serve(t *testing.T, d *demo, loops int) string {
 	return a
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
+func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -400,8 +400,13 @@ func (h *h2Conn) queueCtl(f h2Ctl) error {
 func (h *h2Conn) locked(f func() error) error {
 	h.mu.Lock()
 	err := f()
+	// The writer runs only if there is something for it.
+	wake := len(h.ctl) > 0 || len(h.ready) > 0 || h.goAway || h.dead != nil ||
+		h.recvOwed >= int64(h.cfg.connWin)/2
 	h.mu.Unlock()
-	h.wakeWriter()
+	if wake {
+		h.wakeWriter()
+	}
 	var ce h2ConnError
 	if errors.As(err, &ce) {
 		h.cfg.countErr("conn_" + ce.code.String())

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -53,7 +54,7 @@ func isHTTPKind(kind string) bool {
 			return true
 		}
 	}
-	return false
+	return slices.Contains(h2Kinds, kind)
 }
 
 // httpChildMain runs an HTTP server child until stdin ends, answering
@@ -71,6 +72,10 @@ func httpChildMain(kind, addr string) error {
 		return serveNetHTTP(ctx, addr)
 	case "fasthttp":
 		return serveFastHTTP(ctx, addr)
+	case "weft-h2c":
+		return serveWeftH2C(ctx, addr)
+	case "net-h2c":
+		return serveNetH2C(ctx, addr)
 	}
 	return fmt.Errorf("unknown server %q", kind)
 }

@@ -49,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return echoMain(args[1:])
 	case "http":
 		return httpMain(args[1:])
+	case "h2":
+		return h2Main(args[1:])
 	case "pinned":
 		return pinnedMain(args[1:])
 	case "convoy":
@@ -109,6 +111,9 @@ servers, each in a process of its own under the same load:
   http             HTTP servers under wrk: whttp, net/http, fasthttp, and their
                    memory per idle connection (flags: -duration -reps -conns
                    -servers -paths -memconns -wrk -pin -base)
+  h2               HTTP/2 under h2load: whttp h2c, net/http h2c and whttp's
+                   HTTP/1.1, requests per server CPU-second (flags: -duration
+                   -reps -c -m -path -pin)
   pinned           echo servers pinned to one CPU, the load on another: CPU per
                    request and, with -strace, system calls per request (flags:
                    -duration -warmup -reps -servers -conns -strace -base

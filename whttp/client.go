@@ -67,10 +67,24 @@ type Client struct {
 	// after it.
 	DisableKeepAlives bool
 
+	// Protocols, if not nil, says which protocols the client speaks:
+	// with HTTP2 set, it offers "h2" by ALPN over TLS and speaks HTTP/2
+	// when the server chooses it; with UnencryptedHTTP2 set, it speaks
+	// HTTP/2 with prior knowledge (h2c) to http:// URLs. Nil, or neither
+	// set: HTTP/1.1 only (unlike net/http's Transport, which offers h2 by
+	// default). Over HTTP/2 the requests of every task of a Run to one
+	// host share a connection, each on a stream of its own, and a
+	// response's body must be read by the task that called Do.
+	Protocols *http.Protocols
+
 	mu    sync.Mutex
 	idle  map[poolKey][]*clientConn // guarded by mu: most recently used last
 	conns map[*clientConn]struct{}  // guarded by mu: every open connection
 	runs  map[any]struct{}          // guarded by mu: Runs whose end closes their connections
+
+	h2conns map[poolKey]*h2ClientConn // guarded by mu: the HTTP/2 connection of each host
+	noH2    map[poolKey]bool          // guarded by mu: hosts whose ALPN chose HTTP/1
+	h2dial  map[poolKey]*weft.Mutex   // guarded by mu: held by the task dialling a host's HTTP/2 connection
 }
 
 // DefaultClient is the Client Get uses.

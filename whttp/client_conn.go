@@ -56,6 +56,11 @@ func (c *Client) roundTrip(t *weft.Task, req *http.Request, deadline time.Time) 
 		}
 	}
 	key := poolKey{run: loophook.Key(t), addr: u.Scheme + "://" + net.JoinHostPort(host, port)}
+	if c.wantH2(u.Scheme) {
+		if resp, err, done := c.roundTripH2(t, key, host, req, deadline); done {
+			return resp, err
+		}
+	}
 	for {
 		cc, err := c.getConn(t, key, host, deadline)
 		if err != nil {
@@ -247,6 +252,7 @@ func (c *Client) closeRun(run any) {
 	for _, cc := range all {
 		cc.close()
 	}
+	c.closeH2(run, false)
 }
 
 // CloseIdleConnections closes the idle connections of every Run. It does
@@ -262,6 +268,7 @@ func (c *Client) CloseIdleConnections() {
 	for _, cc := range all {
 		cc.close()
 	}
+	c.closeH2(nil, true)
 }
 
 func (cc *clientConn) close() {

@@ -67,6 +67,10 @@ type conn struct {
 	cur   *reqHandle      // mu: its handle
 	group *weft.TaskGroup // mu: the connection's requests run in it
 
+	// h2 is the connection's HTTP/2 state while it speaks HTTP/2
+	// (h2_conn.go): the stop reaches it there.
+	h2 atomic.Pointer[h2Conn]
+
 	// watch is the task that watches the connection while the handler
 	// runs (watch.go); nil when none.
 	watch *weft.Promise[int]
@@ -99,6 +103,10 @@ func (sv *serving) newConn(wc *weft.Conn) *conn {
 // stop asks c to end: at once if idle, after its response if busy.
 func (c *conn) stop() {
 	c.stopIt.Store(true)
+	if h := c.h2.Load(); h != nil {
+		h.shutdown()
+		return
+	}
 	if c.idle.Load() {
 		c.wc.Close()
 	}
@@ -231,9 +239,16 @@ func (c *conn) run(t *weft.Task) {
 		if err := c.handshake(t, c.headerDeadline()); err != nil {
 			return
 		}
+		if c.tls.state.NegotiatedProtocol == "h2" {
+			c.serveH2TLS(t)
+			return
+		}
 	}
 	for n := 0; ; n++ {
 		if !c.waitRequest(t, n == 0) {
+			return
+		}
+		if n == 0 && c.h2cPreface(t) {
 			return
 		}
 		ok := c.serveRequest(t)

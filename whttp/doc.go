@@ -237,11 +237,44 @@
 //
 // # Scope
 //
-// HTTP/1.0 and HTTP/1.1 only: keep-alive, pipelining, Content-Length and
+// HTTP/1.0 and HTTP/1.1: keep-alive, pipelining, Content-Length and
 // chunked bodies both ways, Expect: 100-continue, HEAD, trailers,
-// http.Flusher, Hijack. HTTP/2 and HTTP/3 are out of scope: the server
-// offers only "http/1.1" by ALPN and the client asks for nothing else. The
-// client has no proxy support and no transparent gzip.
+// http.Flusher, Hijack. The server speaks HTTP/2 too (see HTTP/2), and so
+// does the client when Client.Protocols asks for it. HTTP/3 is out of
+// scope. The client has no
+// proxy support and no transparent gzip.
+//
+// # HTTP/2
+//
+// The server speaks HTTP/2 (RFC 9113) as net/http's does: over TLS when
+// the client offers "h2" by ALPN (Server.Protocols nil: HTTP/1 and HTTP/2
+// over TLS), and over cleartext, with prior knowledge, when
+// Protocols.SetUnencryptedHTTP2(true) (a connection that opens with the
+// HTTP/2 preface; with HTTP/1 off, every connection). Server.HTTP2 sets
+// its limits with net/http's meanings. The handlers, the types and the
+// rules are the same; what differs:
+//
+//   - each stream's handler runs in a task of its own, started on the
+//     connection's, so a slow handler never holds up the connection's
+//     other streams; its r.Body and w suspend that task;
+//   - r.Context() ends, and the handler's task is cancelled, when the
+//     client resets the stream or the connection goes;
+//   - trailers both ways (the request's in r.Trailer after its body is
+//     read; the response's declared in Trailer or named with
+//     http.TrailerPrefix), Flush, Expect: 100-continue;
+//   - Hijack, per-request ReadTimeout and WriteTimeout and the
+//     ResponseController deadlines are not supported on HTTP/2 (as with
+//     net/http, whose HTTP/2 has no Hijack), nor the Upgrade: h2c
+//     handshake or server push;
+//   - the request body is buffered per stream up to its flow-control
+//     window, and a handler that does not read it stalls only its own
+//     stream.
+//
+// h2spec's strict suite passes whole, over TLS and h2c. The known HTTP/2
+// attacks (rapid reset, CONTINUATION floods, PING and SETTINGS floods,
+// HPACK bombs, zero windows and slow readers) each cost a connection a
+// bounded amount, and end it with GOAWAY where the protocol allows (see
+// DESIGN.md).
 //
 // # Tasks
 //

@@ -39,7 +39,7 @@ import (
 // run when Server.DrainTimeout is zero.
 const DefaultDrainTimeout = 10 * time.Second
 
-// Server serves HTTP/1.x on weft listeners. Its fields are read when Serve
+// Server serves HTTP/1.x and HTTP/2 on weft listeners. Its fields are read when Serve
 // starts each connection; do not change them while it serves. The zero
 // value serves http.DefaultServeMux, as net/http's Server does.
 type Server struct {
@@ -48,7 +48,9 @@ type Server struct {
 
 	// TLSConfig, if not nil, makes Serve speak HTTPS: each connection
 	// starts with a TLS handshake (crypto/tls, on the connection's task).
-	// Its NextProtos default to "http/1.1"; "h2" is dropped from them.
+	// With HTTP/2 on (Protocols), "h2" is put first in its NextProtos,
+	// followed by "http/1.1" if it has none; otherwise "h2" is dropped
+	// from them and they default to "http/1.1".
 	TLSConfig *tls.Config
 
 	// ReadHeaderTimeout bounds the time from the first byte of a request
@@ -105,6 +107,17 @@ type Server struct {
 	// not block nor return nil. Nil: Serve's task's context, without its
 	// cancellation.
 	BaseContext func(ln *weft.Listener) context.Context
+
+	// Protocols, if not nil, says which protocols the server speaks, with
+	// net/http's meaning: nil is HTTP/1 and, over TLS, HTTP/2 (offered
+	// by ALPN as "h2"); SetUnencryptedHTTP2(true) serves HTTP/2 over
+	// cleartext connections that open with its preface (h2c with prior
+	// knowledge). See the package doc, HTTP/2.
+	Protocols *http.Protocols
+
+	// HTTP2, if not nil, sets HTTP/2's limits, with net/http's meaning
+	// (zero fields: the defaults; see the package doc, HTTP/2).
+	HTTP2 *http.HTTP2Config
 
 	// ConnContext, if not nil, returns the context of one connection's
 	// requests, derived from ctx (BaseContext's), as net/http's does. It
@@ -223,6 +236,9 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	}
 	if s.TLSConfig != nil {
 		sv.tls = serverTLSConfig(s.TLSConfig)
+		if http1, h2, _ := s.protocols(); h2 {
+			sv.tls.NextProtos = h2NextProtos(s.TLSConfig.NextProtos, http1)
+		}
 	}
 	var lnErr error
 	err := weft.Group(t, func(g *weft.TaskGroup) error {

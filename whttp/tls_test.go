@@ -28,21 +28,29 @@ func tlsServer(t *testing.T) (*testServer, *testcert.Certs) {
 	return startServer(t, &whttp.Server{Handler: h, TLSConfig: certs.ServerConfig()}), certs
 }
 
+// By default the server offers HTTP/2 over TLS (ALPN "h2"), as
+// net/http's does; a client that asks for HTTP/1.1 alone gets it.
 func TestNetHTTPClientTalksHTTPSToTheServer(t *testing.T) {
 	ts, certs := tlsServer(t)
-	tr := &http.Transport{TLSClientConfig: certs.ClientConfig(), ForceAttemptHTTP2: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	for i := range 3 {
-		resp, err := client.Post("https://"+ts.addr+"/s", "text/plain", strings.NewReader(fmt.Sprint(i)))
-		if err != nil {
-			t.Fatal(err)
+	for _, h2 := range []bool{true, false} {
+		tr := &http.Transport{TLSClientConfig: certs.ClientConfig(), ForceAttemptHTTP2: h2}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		proto, major := "", 1 // a client without HTTP/2 offers no ALPN
+		if h2 {
+			proto, major = "h2", 2
 		}
-		if got, want := bodyOf(t, resp), fmt.Sprintf("POST /s %d tls=true alpn=http/1.1", i); got != want {
-			t.Fatalf("body %q, want %q", got, want)
-		}
-		if resp.ProtoMajor != 1 || resp.TLS == nil || resp.TLS.NegotiatedProtocol != "http/1.1" {
-			t.Fatalf("proto %s, ALPN %v: want HTTP/1.1 over TLS (no HTTP/2)", resp.Proto, resp.TLS)
+		for i := range 3 {
+			resp, err := client.Post("https://"+ts.addr+"/s", "text/plain", strings.NewReader(fmt.Sprint(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := bodyOf(t, resp), fmt.Sprintf("POST /s %d tls=true alpn=%s", i, proto); got != want {
+				t.Fatalf("body %q, want %q", got, want)
+			}
+			if resp.ProtoMajor != major || resp.TLS == nil || resp.TLS.NegotiatedProtocol != proto {
+				t.Fatalf("proto %s, ALPN %v: want %s", resp.Proto, resp.TLS, proto)
+			}
 		}
 	}
 	// An untrusting client refuses the certificate.
@@ -84,7 +92,10 @@ func TestCurlTalksHTTPSToTheServer(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: root}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := curl(t, "--cacert", ca, "https://"+ts.addr+"/c"); got != "GET /c  tls=true alpn=http/1.1" {
+	if got := curl(t, "--cacert", ca, "--http1.1", "https://"+ts.addr+"/c"); got != "GET /c  tls=true alpn=http/1.1" {
 		t.Fatalf("curl over TLS: %q", got)
+	}
+	if got := curl(t, "--cacert", ca, "--http2", "https://"+ts.addr+"/c"); got != "GET /c  tls=true alpn=h2" {
+		t.Fatalf("curl --http2 over TLS: %q", got)
 	}
 }

@@ -1,0 +1,20 @@
+module github.com/weft-go/weft/examples/grpc
+
+go 1.26.0
+
+replace github.com/weft-go/weft => ../..
+
+require (
+	connectrpc.com/connect v1.21.1
+	github.com/weft-go/weft v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+	google.golang.org/grpc v1.85.0
+)
+
+require (
+	golang.org/x/net v0.63.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

@@ -1,0 +1,799 @@
+package whttp
+
+// One HTTP/2 connection (see DESIGN.md, HTTP/2). Three kinds of task
+// share it:
+//
+//   - the reader, the connection's own task: it reads frames
+//     (http2.Framer, with the HPACK decoder) and acts on each under h.mu,
+//     without suspending while it holds it;
+//   - the writer (h2_write.go): it owns the HPACK encoder and the frame
+//     buffer, gathers under h.mu what is owed to the peer (control frames,
+//     then the streams' headers and data within the flow-control windows)
+//     into one buffer, and writes it with one call, outside the lock;
+//   - one task per stream, running the handler (h2_stream.go): its body
+//     reads and response writes take and give bytes under h.mu, and
+//     suspend on the stream's wake channel, never holding the lock.
+//
+// With several loops these tasks may run on different loops at once;
+// h.mu is a sync.Mutex held for a few field updates only, never across a
+// suspension point. Wake-ups are weft.Chan values of capacity one
+// (TrySend), which any loop or goroutine may send.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-go/weft"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2Conn is one HTTP/2 connection's state.
+type h2Conn struct {
+	c   *conn
+	sv  *serving
+	cfg *h2Config
+	tr  h2Transport
+	in  h2Input
+	fr  *http2.Framer // the reader's
+	g   *weft.TaskGroup
+	tls *tls.ConnectionState
+
+	wake   *weft.Chan[struct{}] // wakes the writer
+	writer *weft.Promise[struct{}]
+	// shutdownReq is set by a graceful stop from any goroutine.
+	shutdownReq atomic.Bool
+
+	mu       sync.Mutex
+	streams  map[uint32]*h2Stream // mu: open and half-closed streams
+	maxID    uint32               // mu: the highest stream the peer opened
+	handlers int                  // mu: stream tasks running
+	waiting  []*h2Stream          // mu: streams whose handler waits for a task slot
+	dead     error                // mu: the connection ends: why
+	goAway   bool                 // mu: GOAWAY queued or sent: no new streams
+	ctl      []h2Ctl              // mu: control frames owed to the peer
+	ready    []*h2Stream          // mu: streams with output for the writer
+	// The peer's settings and the send window.
+	peerInitWin  int32  // mu
+	peerMaxFrame uint32 // mu
+	sendWin      int64  // mu
+	// The receive side of the connection's flow control.
+	recvWin  int64 // mu: what the peer may still send
+	recvOwed int64 // mu: credit not yet given back
+	held     int64 // mu: body bytes buffered for handlers, unread
+	// Writer-owned, used under mu.
+	enc  *hpack.Encoder
+	hbuf bufferW
+	wfr  *http2.Framer
+	wbuf bufferW
+
+	empty   int  // reader: frames in a row that carried nothing
+	settled bool // reader: the first SETTINGS came
+	idleSet bool // reader: the idle deadline is set
+}
+
+// h2Ctl is a control frame owed to the peer.
+type h2Ctl struct {
+	kind uint8
+	id   uint32
+	code http2.ErrCode
+	n    uint32
+	data [8]byte
+}
+
+const (
+	ctlSettingsAck = iota + 1
+	ctlPingAck
+	ctlRST
+	ctlWindow
+	ctlGoAway
+)
+
+// bufferW is a growable write buffer.
+type bufferW struct{ b []byte }
+
+func (w *bufferW) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+func (w *bufferW) Reset()                      { w.b = w.b[:0] }
+func (w *bufferW) Len() int                    { return len(w.b) }
+
+// h2Transport is what an HTTP/2 connection reads and writes through:
+// the socket (h2c) or TLS over it (h2_tls.go). Read is the reader task's,
+// write the writer's.
+type h2Transport interface {
+	Read(p []byte) (int, error)
+	write(t *weft.Task, p []byte) error
+	closeWrite(t *weft.Task)
+}
+
+// h2Plain is cleartext HTTP/2: the socket, after the bytes that were read
+// while telling the preface from HTTP/1.
+type h2Plain struct {
+	wc      *weft.Conn
+	rt      *weft.Task
+	initial []byte
+}
+
+func (p *h2Plain) Read(b []byte) (int, error) {
+	if len(p.initial) > 0 {
+		n := copy(b, p.initial)
+		p.initial = p.initial[n:]
+		return n, nil
+	}
+	return p.wc.Read(p.rt, b)
+}
+
+func (p *h2Plain) write(t *weft.Task, b []byte) error {
+	for len(b) > 0 {
+		n, err := p.wc.Write(t, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func (p *h2Plain) closeWrite(*weft.Task) { p.wc.CloseWrite() }
+
+// h2Input is the framer's reader: buffered, and with a budget per frame
+// read, so that a header block sent as endless CONTINUATION frames (which
+// the framer would read in one ReadFrame call) ends the connection.
+type h2Input struct {
+	br     *bufio.Reader
+	budget int
+}
+
+var errFrameBudget = errors.New("whttp: http2: header block too long")
+
+func (in *h2Input) Read(p []byte) (int, error) {
+	if in.budget <= 0 {
+		return 0, errFrameBudget
+	}
+	if len(p) > in.budget {
+		p = p[:in.budget]
+	}
+	n, err := in.br.Read(p)
+	in.budget -= n
+	return n, err
+}
+
+// errors that end a connection or a stream.
+var (
+	errH2GoAway      = errors.New("whttp: http2: connection ended")
+	errH2Shutdown    = errors.New("whttp: http2: server stopped")
+	errH2StreamReset = errors.New("whttp: http2: stream reset")
+	errH2PeerGone    = errors.New("whttp: http2: client closed the connection")
+)
+
+// h2ConnError is a connection error the server detected: it sends GOAWAY
+// with code and ends.
+type h2ConnError struct {
+	code http2.ErrCode
+	msg  string
+}
+
+func (e h2ConnError) Error() string { return fmt.Sprintf("whttp: http2: %v: %s", e.code, e.msg) }
+
+// serveH2 serves the connection as HTTP/2, in the connection's task, and
+// returns when it ends. tr carries the bytes; the connection is closed on
+// return.
+func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionState) {
+	cfg := c.sv.s.h2Config()
+	h := &h2Conn{
+		c:            c,
+		sv:           c.sv,
+		cfg:          cfg,
+		tr:           tr,
+		tls:          tlsState,
+		wake:         weft.NewChan[struct{}](1),
+		streams:      make(map[uint32]*h2Stream),
+		peerInitWin:  65535,
+		peerMaxFrame: 16384,
+		sendWin:      65535,
+		recvWin:      int64(cfg.connWin),
+	}
+	h.in.br = bufio.NewReaderSize(tr, 16<<10)
+	h.fr = http2.NewFramer(nil, &h.in)
+	h.fr.ReadMetaHeaders = hpack.NewDecoder(cfg.decTable, nil)
+	h.fr.MaxHeaderListSize = cfg.maxHeaderList
+	h.fr.SetMaxReadFrameSize(cfg.maxReadFrame)
+	h.fr.SetReuseFrames()
+	h.wfr = http2.NewFramer(&h.wbuf, nil)
+	h.enc = hpack.NewEncoder(&h.hbuf)
+	h.enc.SetMaxDynamicTableSizeLimit(cfg.encTable)
+	c.h2.Store(h)
+	defer c.h2.Store(nil)
+	c.setReadDeadline(time.Time{})
+	c.setState(http.StateActive)
+	if c.stopIt.Load() {
+		h.shutdownReq.Store(true)
+	}
+
+	weft.Group(t, func(g *weft.TaskGroup) error {
+		h.g = g
+		g.Handle(func(err error) {
+			c.sv.log.Error("whttp: http2: task failed", "remote", c.remote, "err", err)
+		})
+		h.writer = weft.GoIn(g, h.writeLoop)
+		err := h.readLoop(t)
+		h.end(t, err)
+		return nil
+	})
+	h.closeConn(t)
+}
+
+// end stops the connection after the reader ended with err: every stream
+// is cancelled, the writer sends what it owes (the GOAWAY) and ends.
+func (h *h2Conn) end(t *weft.Task, err error) {
+	h.mu.Lock()
+	if h.dead == nil {
+		if err == nil || errors.Is(err, io.EOF) || isClosedOrReset(err) {
+			err = errH2PeerGone
+		}
+		h.dead = err
+	}
+	cause := h.dead
+	streams := make([]*h2Stream, 0, len(h.streams)+len(h.waiting))
+	for _, s := range h.streams {
+		streams = append(streams, s)
+	}
+	streams = append(streams, h.waiting...)
+	h.waiting = nil
+	h.mu.Unlock()
+	for _, s := range streams {
+		s.abort(cause)
+	}
+	h.wakeWriter()
+	// The writer flushes the GOAWAY, if the peer reads.
+	weft.Timeout(t, h2GoAwayLinger, func(t *weft.Task) (struct{}, error) { return h.writer.Await(t) })
+	h.writer.Cancel()
+}
+
+// closeConn closes the connection after its tasks ended: the writing
+// side first, then what the peer still sends is read out for a moment, so
+// that the last frames are not lost to a reset.
+func (h *h2Conn) closeConn(t *weft.Task) {
+	c := h.c
+	if !c.isCut() {
+		c.wc.SetWriteDeadline(t.Now().Add(closeLinger))
+		h.tr.closeWrite(t)
+		c.wc.SetReadDeadline(t.Now().Add(closeLinger))
+		var scratch [4096]byte
+		for range 256 {
+			if _, err := h.tr.Read(scratch[:]); err != nil {
+				break
+			}
+		}
+	}
+	c.wc.Close()
+	c.setState(http.StateClosed)
+}
+
+// shutdown is the graceful stop (Server.Shutdown, the cancellation of
+// Serve's task): GOAWAY, the streams in flight finish, then the
+// connection closes. Any goroutine may call it.
+func (h *h2Conn) shutdown() {
+	h.shutdownReq.Store(true)
+	h.wakeWriter()
+}
+
+func (h *h2Conn) wakeWriter() { h.wake.TrySend(struct{}{}) }
+
+// readLoop is the reader: the connection's task.
+func (h *h2Conn) readLoop(t *weft.Task) error {
+	var pre [len(h2Preface)]byte
+	h.in.budget = len(pre)
+	if _, err := io.ReadFull(&h.in, pre[:]); err != nil {
+		return err
+	}
+	if string(pre[:]) != h2Preface {
+		return h.connError(http2.ErrCodeProtocol, "bad connection preface")
+	}
+	if h.tls != nil && !h.cfg.permitProhibited && h2BadCipher(h.tls) {
+		return h.connError(http2.ErrCodeInadequateSecurity, "prohibited TLS version or cipher suite")
+	}
+	frameBudget := int(h.cfg.maxReadFrame) + 9 + 2*int(h.cfg.maxHeaderList) + 64<<10
+	for {
+		h.idleDeadline(t)
+		h.in.budget = frameBudget
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			var se http2.StreamError
+			var ce http2.ConnectionError
+			switch {
+			case errors.As(err, &se):
+				if err := h.onStreamError(se); err != nil {
+					return err
+				}
+				continue
+			case errors.As(err, &ce):
+				msg := "bad frame"
+				if d := h.fr.ErrorDetail(); d != nil {
+					msg = d.Error()
+				}
+				return h.connError(http2.ErrCode(ce), msg)
+			case errors.Is(err, http2.ErrFrameTooLarge):
+				return h.connError(http2.ErrCodeFrameSize, "frame too large")
+			case errors.Is(err, errFrameBudget):
+				h.cfg.countErr("header_block_flood")
+				return h.connError(http2.ErrCodeEnhanceYourCalm, "header block too long (CONTINUATION flood)")
+			}
+			if h.shutdownDone() {
+				return errH2Shutdown
+			}
+			var ne net.Error
+			if h.idleSet && errors.As(err, &ne) && ne.Timeout() {
+				return h.connError(http2.ErrCodeNo, "idle timeout")
+			}
+			return err
+		}
+		if err := h.onFrame(t, f); err != nil {
+			return err
+		}
+	}
+}
+
+// idleDeadline keeps the read deadline of IdleTimeout while no stream is
+// open.
+func (h *h2Conn) idleDeadline(t *weft.Task) {
+	d := h.sv.s.idleTimeout()
+	if d <= 0 {
+		return
+	}
+	h.mu.Lock()
+	idle := len(h.streams) == 0 && h.handlers == 0
+	h.mu.Unlock()
+	if idle && !h.idleSet {
+		h.idleSet = true
+		h.c.wc.SetReadDeadline(t.Now().Add(d))
+	} else if !idle && h.idleSet {
+		h.idleSet = false
+		h.c.wc.SetReadDeadline(time.Time{})
+	}
+}
+
+// shutdownDone reports whether the graceful stop closed the connection.
+func (h *h2Conn) shutdownDone() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.dead == errH2Shutdown
+}
+
+// connError queues GOAWAY with code and marks the connection dead; the
+// reader returns what it returns.
+func (h *h2Conn) connError(code http2.ErrCode, msg string) error {
+	err := h2ConnError{code, msg}
+	h.mu.Lock()
+	if h.dead == nil {
+		h.dead = err
+		h.goAway = true
+		h.ctl = append(h.ctl, h2Ctl{kind: ctlGoAway, id: h.maxID, code: code})
+	}
+	h.mu.Unlock()
+	h.wakeWriter()
+	h.sv.log.Debug("whttp: http2: connection error", "remote", h.c.remote, "err", err)
+	return err
+}
+
+// queueCtl queues a control frame; mu held. Past the bound, the peer is
+// not reading what it asks for: GOAWAY.
+func (h *h2Conn) queueCtl(f h2Ctl) error {
+	if len(h.ctl) >= h2MaxControlQueue {
+		return h2ConnError{http2.ErrCodeEnhanceYourCalm, "too many control frames owed (flood or slow reader)"}
+	}
+	h.ctl = append(h.ctl, f)
+	return nil
+}
+
+// locked runs f under mu; an h2ConnError it returns becomes the
+// connection's error.
+func (h *h2Conn) locked(f func() error) error {
+	h.mu.Lock()
+	err := f()
+	// The writer runs only if there is something for it.
+	wake := len(h.ctl) > 0 || len(h.ready) > 0 || h.goAway || h.dead != nil ||
+		h.recvOwed >= int64(h.cfg.connWin)/2
+	h.mu.Unlock()
+	if wake {
+		h.wakeWriter()
+	}
+	var ce h2ConnError
+	if errors.As(err, &ce) {
+		h.cfg.countErr("conn_" + ce.code.String())
+		return h.connError(ce.code, ce.msg)
+	}
+	return err
+}
+
+// onStreamError answers a stream error the framer found: RST_STREAM.
+func (h *h2Conn) onStreamError(se http2.StreamError) error {
+	return h.locked(func() error {
+		id := se.StreamID
+		if s := h.streams[id]; s != nil {
+			h.resetLocked(s, se.Code, errH2StreamReset)
+			return nil
+		}
+		if id > h.maxID && id%2 == 1 {
+			h.maxID = id // a HEADERS frame opened it, and it ends here
+		}
+		return h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: se.Code})
+	})
+}
+
+// onFrame acts on one frame.
+func (h *h2Conn) onFrame(t *weft.Task, f http2.Frame) error {
+	if !h.settled {
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			return h.connError(http2.ErrCodeProtocol, "the first frame is not SETTINGS")
+		}
+		h.settled = true
+	}
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		return h.locked(func() error { return h.onData(f) })
+	case *http2.MetaHeadersFrame:
+		var start *h2Stream
+		err := h.locked(func() (err error) {
+			start, err = h.onHeaders(t, f)
+			return err
+		})
+		if start != nil {
+			h.startStream(start)
+		}
+		return err
+	case *http2.SettingsFrame:
+		h.empty = 0
+		if f.IsAck() {
+			return nil
+		}
+		return h.locked(func() error { return h.onSettings(f) })
+	case *http2.PingFrame:
+		h.empty = 0
+		if f.IsAck() {
+			return nil
+		}
+		return h.locked(func() error { return h.queueCtl(h2Ctl{kind: ctlPingAck, data: f.Data}) })
+	case *http2.WindowUpdateFrame:
+		h.empty = 0
+		return h.locked(func() error { return h.onWindowUpdate(f) })
+	case *http2.RSTStreamFrame:
+		h.empty = 0
+		return h.locked(func() error {
+			id := f.StreamID
+			if id > h.maxID {
+				return h2ConnError{http2.ErrCodeProtocol, "RST_STREAM on an idle stream"}
+			}
+			if s := h.streams[id]; s != nil {
+				h.dropLocked(s, errH2StreamReset)
+			}
+			return nil
+		})
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			return h.locked(func() error {
+				if s := h.streams[f.StreamID]; s != nil {
+					h.resetLocked(s, http2.ErrCodeProtocol, errH2StreamReset)
+					return nil
+				}
+				return h.queueCtl(h2Ctl{kind: ctlRST, id: f.StreamID, code: http2.ErrCodeProtocol})
+			})
+		}
+		return h.emptyFrame()
+	case *http2.GoAwayFrame:
+		h.shutdownReq.Store(true)
+		h.wakeWriter()
+		return nil
+	case *http2.PushPromiseFrame:
+		return h.connError(http2.ErrCodeProtocol, "PUSH_PROMISE from a client")
+	default:
+		return h.emptyFrame()
+	}
+}
+
+// emptyFrame counts a frame that carried nothing useful.
+func (h *h2Conn) emptyFrame() error {
+	h.empty++
+	if h.empty > h2MaxEmptyFrames {
+		h.cfg.countErr("empty_frame_flood")
+		return h.connError(http2.ErrCodeEnhanceYourCalm, "too many empty frames")
+	}
+	return nil
+}
+
+func (h *h2Conn) onSettings(f *http2.SettingsFrame) error {
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			var ce http2.ConnectionError
+			if errors.As(err, &ce) {
+				return h2ConnError{http2.ErrCode(ce), "bad setting " + s.String()}
+			}
+			return h2ConnError{http2.ErrCodeProtocol, "bad setting " + s.String()}
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			delta := int64(s.Val) - int64(h.peerInitWin)
+			h.peerInitWin = int32(s.Val)
+			for _, st := range h.streams {
+				st.sendWin += delta
+				if st.sendWin > 1<<31-1 {
+					return h2ConnError{http2.ErrCodeFlowControl, "stream window overflow"}
+				}
+				if delta > 0 {
+					h.readyLocked(st)
+				}
+			}
+		case http2.SettingMaxFrameSize:
+			h.peerMaxFrame = s.Val
+		case http2.SettingHeaderTableSize:
+			h.enc.SetMaxDynamicTableSize(min(s.Val, h.cfg.encTable))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return h.queueCtl(h2Ctl{kind: ctlSettingsAck})
+}
+
+func (h *h2Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	id, inc := f.StreamID, int64(f.Increment)
+	if id == 0 {
+		h.sendWin += inc
+		if h.sendWin > 1<<31-1 {
+			return h2ConnError{http2.ErrCodeFlowControl, "connection window overflow"}
+		}
+		for _, s := range h.streams {
+			h.readyLocked(s)
+		}
+		return nil
+	}
+	if id > h.maxID {
+		return h2ConnError{http2.ErrCodeProtocol, "WINDOW_UPDATE on an idle stream"}
+	}
+	s := h.streams[id]
+	if s == nil {
+		return nil // closed
+	}
+	s.sendWin += inc
+	if s.sendWin > 1<<31-1 {
+		h.resetLocked(s, http2.ErrCodeFlowControl, errH2StreamReset)
+		return nil
+	}
+	h.readyLocked(s)
+	return nil
+}
+
+// onData takes a DATA frame.
+func (h *h2Conn) onData(f *http2.DataFrame) error {
+	id := f.StreamID
+	n := int64(f.Length)
+	if n > h.recvWin {
+		return h2ConnError{http2.ErrCodeFlowControl, "connection window exceeded"}
+	}
+	h.recvWin -= n
+	data := f.Data()
+	if len(data) == 0 && !f.StreamEnded() {
+		h.empty++
+		if h.empty > h2MaxEmptyFrames {
+			return h2ConnError{http2.ErrCodeEnhanceYourCalm, "too many empty DATA frames"}
+		}
+	} else {
+		h.empty = 0
+	}
+	s := h.streams[id]
+	if s == nil || s.remoteClosed {
+		h.recvOwed += n
+		if id > h.maxID {
+			return h2ConnError{http2.ErrCodeProtocol, "DATA on an idle stream"}
+		}
+		if s != nil {
+			h.resetLocked(s, http2.ErrCodeStreamClosed, errH2StreamReset)
+			return nil
+		}
+		return h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: http2.ErrCodeStreamClosed})
+	}
+	if n > int64(s.recvWin) {
+		h.recvOwed += n
+		h.resetLocked(s, http2.ErrCodeFlowControl, errH2StreamReset)
+		return nil
+	}
+	s.recvWin -= int32(n)
+	// Padding is given back at once, to both windows.
+	if pad := n - int64(len(data)); pad > 0 {
+		h.recvOwed += pad
+		s.recvOwed += int32(pad)
+	}
+	s.gotLen += int64(len(data))
+	if s.declLen >= 0 && s.gotLen > s.declLen {
+		h.recvOwed += int64(len(data))
+		h.resetLocked(s, http2.ErrCodeProtocol, errH2StreamReset)
+		return nil
+	}
+	if len(data) > 0 {
+		if s.bodyClosed {
+			h.recvOwed += int64(len(data))
+			s.recvOwed += int32(len(data))
+		} else {
+			s.in = append(s.in, data...)
+			h.held += int64(len(data))
+			// The connection's credit goes back at once while the
+			// connection holds little for unread bodies: a handler that
+			// does not read stalls its own stream only.
+			if h.held <= h2ConnHold {
+				h.recvOwed += int64(len(data))
+			} else {
+				s.connUnpaid += int64(len(data))
+			}
+			s.signal()
+		}
+	}
+	if f.StreamEnded() {
+		return h.endRemoteLocked(s)
+	}
+	return nil
+}
+
+// endRemoteLocked: the peer ended its side of s.
+func (h *h2Conn) endRemoteLocked(s *h2Stream) error {
+	if s.declLen >= 0 && s.gotLen != s.declLen {
+		h.resetLocked(s, http2.ErrCodeProtocol, errH2StreamReset)
+		return nil
+	}
+	s.remoteClosed = true
+	s.signal()
+	if s.localClosed {
+		h.removeLocked(s)
+	}
+	return nil
+}
+
+// onHeaders takes a HEADERS block: a new stream (returned, to start) or
+// a request's trailer.
+func (h *h2Conn) onHeaders(t *weft.Task, f *http2.MetaHeadersFrame) (*h2Stream, error) {
+	h.empty = 0
+	id := f.StreamID
+	if id%2 == 0 {
+		return nil, h2ConnError{http2.ErrCodeProtocol, "even stream ID from a client"}
+	}
+	if s := h.streams[id]; s != nil {
+		if s.remoteClosed {
+			h.resetLocked(s, http2.ErrCodeStreamClosed, errH2StreamReset)
+			return nil, nil
+		}
+		if !f.StreamEnded() || len(f.PseudoFields()) > 0 {
+			h.resetLocked(s, http2.ErrCodeProtocol, errH2StreamReset)
+			return nil, nil
+		}
+		s.setTrailer(f.RegularFields())
+		return nil, h.endRemoteLocked(s)
+	}
+	if id <= h.maxID {
+		return nil, h2ConnError{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}
+	}
+	h.maxID = id
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		return nil, h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: http2.ErrCodeProtocol})
+	}
+	if h.goAway || h.dead != nil {
+		return nil, nil // past GOAWAY: ignored
+	}
+	if uint32(len(h.streams)) >= h.cfg.maxStreams {
+		h.cfg.countErr("over_max_streams")
+		return nil, h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: http2.ErrCodeRefusedStream})
+	}
+	if len(h.waiting) >= 4*int(h.cfg.maxStreams) {
+		// Streams opened and reset faster than their handlers end.
+		h.cfg.countErr("too_many_early_resets")
+		return nil, h2ConnError{http2.ErrCodeEnhanceYourCalm, "too many streams waiting for handlers (rapid reset)"}
+	}
+	s, code := h.newStream(id, f)
+	if code != http2.ErrCodeNo {
+		return nil, h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: code})
+	}
+	h.streams[id] = s
+	if f.StreamEnded() {
+		s.remoteClosed = true
+	}
+	if h.handlers >= int(h.cfg.maxStreams)+h2ResetSlack {
+		h.waiting = append(h.waiting, s)
+		return nil, nil
+	}
+	h.handlers++
+	return s, nil
+}
+
+// resetLocked resets s from the server's side: RST_STREAM code, and its
+// handler's context and task are cancelled.
+func (h *h2Conn) resetLocked(s *h2Stream, code http2.ErrCode, cause error) {
+	h.ctl = append(h.ctl, h2Ctl{kind: ctlRST, id: s.id, code: code})
+	h.dropLocked(s, cause)
+}
+
+// dropLocked ends s: it leaves the connection's streams, its pending
+// output is dropped, and its handler is told.
+func (h *h2Conn) dropLocked(s *h2Stream, cause error) {
+	s.reset = true
+	s.localClosed, s.remoteClosed = true, true
+	h.releaseInLocked(s)
+	h.removeLocked(s)
+	s.cancelLocked(cause)
+}
+
+// releaseInLocked drops s's unread body, giving its connection credit
+// back.
+func (h *h2Conn) releaseInLocked(s *h2Stream) {
+	h.held -= int64(len(s.in))
+	h.recvOwed += s.connUnpaid
+	s.connUnpaid = 0
+	s.in = nil
+}
+
+// removeLocked takes s off the open streams.
+func (h *h2Conn) removeLocked(s *h2Stream) {
+	if h.streams[s.id] == s {
+		delete(h.streams, s.id)
+	}
+}
+
+// readyLocked puts s in the writer's list if it has output to send.
+func (h *h2Conn) readyLocked(s *h2Stream) {
+	if !s.queued && s.hasOutput() {
+		s.queued = true
+		h.ready = append(h.ready, s)
+	}
+}
+
+// startStream starts s's handler in a task of its own.
+func (h *h2Conn) startStream(s *h2Stream) {
+	p := weft.GoIn(h.g, s.run)
+	h.mu.Lock()
+	s.task = p
+	if s.reset {
+		p.CancelWithCause(s.cause)
+	}
+	h.mu.Unlock()
+}
+
+// handlerDone: s's handler task ends; a waiting stream gets its slot.
+func (h *h2Conn) handlerDone() {
+	h.mu.Lock()
+	var next *h2Stream
+	for len(h.waiting) > 0 && next == nil {
+		next = h.waiting[0]
+		h.waiting = h.waiting[1:]
+		if next.reset {
+			next = nil
+		}
+	}
+	if next == nil {
+		h.handlers--
+	}
+	h.mu.Unlock()
+	if next != nil {
+		h.startStream(next)
+	}
+	h.wakeWriter()
+}
+
+// logPanic logs a handler's panic.
+func (h *h2Conn) logPanic(r any, req *http.Request) {
+	if r == http.ErrAbortHandler {
+		return
+	}
+	h.sv.log.Error("whttp: panic serving request", "remote", h.c.remote, "proto", "HTTP/2.0",
+		"method", req.Method, "uri", req.RequestURI, "panic", r, "stack", string(debug.Stack()))
+}
+
+// reqContext returns the base context of the connection's requests.
+func (h *h2Conn) reqContext() context.Context { return h.c.base() }

@@ -21,7 +21,7 @@ import (
 )
 
 // httpKinds are the HTTP servers, in the order they are run and shown.
-var httpKinds = []string{"weft-http", "weft-http-2loops", "net-http", "fasthttp"}
+var httpKinds = []string{"weft-http", "weft-http-2loops", "net-http", "fasthttp", "nbhttp"}
 
 var (
 	plaintext = []byte("hello")
@@ -71,6 +71,8 @@ func httpChildMain(kind, addr string) error {
 		return serveNetHTTP(ctx, addr)
 	case "fasthttp":
 		return serveFastHTTP(ctx, addr)
+	case "nbhttp":
+		return serveNbhttp(ctx, addr)
 	}
 	return fmt.Errorf("unknown server %q", kind)
 }

@@ -51,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return httpMain(args[1:])
 	case "pinned":
 		return pinnedMain(args[1:])
+	case "idle":
+		return idleMain(args[1:])
 	case "convoy":
 		err = cpubound.Convoy(stdout, stderr, args[1:])
 	case "sha256":
@@ -101,6 +103,10 @@ servers, each in a process of its own under the same load:
   http             HTTP servers under wrk: whttp, net/http, fasthttp, and their
                    memory per idle connection (flags: -duration -reps -conns
                    -servers -paths -memconns -wrk -pin -base)
+  idle             RSS and heap per idle connection at 10,000 and 19,000
+                   connections: echo servers (weft, net, gnet, nbio) or,
+                   with -http, HTTP keep-alive (whttp, net/http, fasthttp,
+                   nbhttp) (flags: -servers -conns -reps -http -markdown)
   pinned           echo servers pinned to one CPU, the load on another: CPU per
                    request and, with -strace, system calls per request (flags:
                    -duration -warmup -reps -servers -conns -strace -base

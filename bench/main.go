@@ -93,8 +93,10 @@ weft's runtime beside Go's:
                    beside their Go-native twins, with ratios and goals
   sync             channels, Mutex and SendWait beside Go channels and
                    sync.Mutex, with ratios and goals
-  memory weft|go   bytes per suspended task or blocked goroutine, measured in
-                   this process (core runs it in a fresh one for each)
+  memory KIND      bytes per suspended task (weft: in Sleep, weft-await,
+                   weft-conn: in Conn.Read), bare iter.Pull coroutine (coro)
+                   or blocked goroutine (go), measured in this process (core
+                   runs each in a fresh one)
 
 servers, each in a process of its own under the same load:
   echo             echo servers: weft, net (goroutine per connection), gnet

@@ -117,10 +117,10 @@ func memoryInFreshProcess(kind string) (float64, error) {
 // weft-conn: in Conn.Read, its connection included), per bare iter.Pull
 // coroutine (coro), or per goroutine blocked on a channel (go), measured in this process with benchmarks.MemTasks of them. Run it
 // in a fresh process, as Core does: the runtime reuses the records of
-// goroutines that ended. It returns an error unless args is weft or go.
+// goroutines that ended. It returns an error for any other argument.
 func Memory(w io.Writer, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("bench memory: want weft or go")
+		return fmt.Errorf("bench memory: want weft, weft-await, weft-conn, coro or go")
 	}
 	var bytes float64
 	switch args[0] {
@@ -138,7 +138,7 @@ func Memory(w io.Writer, args []string) error {
 	case "go":
 		bytes = benchmarks.ParkedGoroutineBytes()
 	default:
-		return fmt.Errorf("bench memory: want weft or go, not %q", args[0])
+		return fmt.Errorf("bench memory: want weft, weft-await, weft-conn, coro or go, not %q", args[0])
 	}
 	fmt.Fprintf(w, "%.0f\n", bytes)
 	return nil

@@ -44,7 +44,8 @@ const noDeadline = 1<<63 - 1
 type ioDeadline struct {
 	when    atomic.Int64 // shared: the deadline, loop-clock ns; noDeadline if none
 	busy    atomic.Int32 // shared (written on the loop): tasks inside an operation
-	waiters []*Task      // loop-owned: those tasks
+	waiters []*Task      // loop-owned: those tasks; backed by one while there is one
+	one     [1]*Task     // loop-owned: the usual single task, without an allocation deep in its Read or Write
 	tm      timer        // loop-owned: armed (in the heap) while armed is true
 	armed   bool         // loop-owned
 }
@@ -73,6 +74,9 @@ func (d *ioDeadline) enter(l *loop, t *Task) error {
 	if w != noDeadline && w <= l.clock.Nanotime() {
 		d.busy.Add(-1)
 		return os.ErrDeadlineExceeded
+	}
+	if d.waiters == nil {
+		d.waiters = d.one[:0]
 	}
 	d.waiters = append(d.waiters, t)
 	if w != noDeadline {

@@ -128,29 +128,46 @@ func (fd *netFD) opErr(op string, err error) error {
 // caller tries its system call again, on the fd's loop, where it waits
 // (handover.go).
 func (fd *netFD) wait(t *Task, m poller.Mode) error {
-	if err := t.cancelPoint(); err != nil {
+	if err, stop := fd.prepareWait(t, m); stop {
 		return err
 	}
+	// waitWatched, written out, and the rarer paths in prepareWait: the
+	// frames under the switch out of a connection's wait stay small, so
+	// that a shallow connection task lives in its first 2 KiB of stack
+	// (see coro.Coro.body).
+	t.ensureExtra()
+	t.newWait()
+	t.loop.fds.add(fd.fd, m, t)
+	return t.block(waitFD)
+}
+
+// prepareWait readies t's wait for fd in direction m. stop says the wait
+// must not happen: it returns err, or nil when t moved to the fd's loop
+// (the caller tries its system call again there).
+func (fd *netFD) prepareWait(t *Task, m poller.Mode) (err error, stop bool) {
+	if err := t.cancelPoint(); err != nil {
+		return err, true
+	}
 	if t.loop.aborted {
-		return errAborted
+		return errAborted, true
 	}
 	if fd.loop != t.loop {
-		return t.migrate(fd.loop, "a Conn, Listener or File")
+		return t.migrate(fd.loop, "a Conn, Listener or File"), true
 	}
 	if fd.dl != nil {
 		// A deadline that passed while the task was runnable (its timer
 		// found it not waiting) ends the operation here.
 		if err := fd.dl.expired(t.loop, m); err != nil {
-			return err
+			return err, true
 		}
 	}
 	if !t.loop.caps.Edge {
 		// io_uring: no edges; a one-shot poll for this wait.
 		if err := t.loop.poller.Arm(fd.fd, m); err != nil {
-			return os.NewSyscallError("io_uring poll", err)
+			return os.NewSyscallError("io_uring poll", err), true
 		}
 	}
-	return t.waitWatched(fd.fd, m)
+	return nil, false
 }
 
 func (fd *netFD) bindDeadlines(dl *connDeadlines) { fd.dl = dl }

@@ -303,7 +303,8 @@ func (t *Task) obsWait(kind waitKind) {
 	switch kind {
 	case waitPromise, waitMulti, waitPark, waitExternal:
 		if ws := x.w; ws != nil {
-			rec.op, rec.pcs = ws.op, ws.pcs
+			rec.op = ws.op
+			copy(rec.pcs[:], ws.pcs[:]) // no copy through the stack
 		}
 	default:
 		clear(rec.pcs[:])

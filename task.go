@@ -183,29 +183,48 @@ func (c *taskCell[T]) logIfDropped(rec *failureRecord) { runtime.AddCleanup(c, l
 // cannot be stopped: it settles the promise with an error, and iter.Pull
 // passes it on to the goroutine that resumed us, up to Run's caller; Run
 // unwinds the other tasks on its way out.
+//
+// Its frame, and those of the functions it calls on the way to a wait,
+// stay on the task's stack for as long as the task is suspended (see
+// coro.Coro.body): so the unwinding is a method of the cell, deferred
+// without a closure.
 func (c *taskCell[T]) RunJob() {
 	t := &c.task
-	var v T
-	var err error
-	returned := false
 	setProfLabel(t.startLabels())
-	defer func() {
-		if !returned {
-			if r := recover(); r != nil {
-				err = newPanicError(r)
-			} else {
-				err = errGoexit
-				t.loop.aborted = true
-			}
-		}
-		t.finish(err)
-		c.promise.settle(v, err, t.loop)
-		if x := t.extra; x != nil && len(x.atExit) > 0 {
-			t.runAtExit(x)
-		}
-	}()
-	v, err = c.f(t)
+	returned := false
+	defer c.unwind(&returned)
+	v, err := c.f(t)
 	returned = true
+	c.end(v, err)
+}
+
+// end finishes the task with the result its function returned.
+func (c *taskCell[T]) end(v T, err error) {
+	t := &c.task
+	t.finish(err)
+	c.promise.settle(v, err, t.loop)
+	if x := t.extra; x != nil && len(x.atExit) > 0 {
+		t.runAtExit(x)
+	}
+}
+
+// unwind finishes a task whose function did not return: it panicked, or
+// called runtime.Goexit. It does nothing once the function returned (end
+// did the rest).
+func (c *taskCell[T]) unwind(returned *bool) {
+	if *returned {
+		return
+	}
+	t := &c.task
+	var err error
+	if r := recover(); r != nil {
+		err = newPanicError(r)
+	} else {
+		err = errGoexit
+		t.loop.aborted = true
+	}
+	var zero T
+	c.end(zero, err)
 }
 
 // atExit arranges for fn to run on the loop once t has finished and its

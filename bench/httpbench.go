@@ -237,7 +237,7 @@ func median[T int64 | float64 | time.Duration](xs []T) T {
 	return s[len(s)/2]
 }
 
-func column[T any](runs []wrkResult, f func(wrkResult) T) []T {
+func column[R, T any](runs []R, f func(R) T) []T {
 	var out []T
 	for _, r := range runs {
 		out = append(out, f(r))

@@ -22,7 +22,7 @@ import (
 )
 
 // httpKinds are the HTTP servers, in the order they are run and shown.
-var httpKinds = []string{"weft-http", "weft-http-2loops", "net-http", "fasthttp"}
+var httpKinds = []string{"weft-http", "weft-http-2loops", "net-http", "fasthttp", "nbhttp"}
 
 var (
 	plaintext = []byte("hello")
@@ -76,6 +76,8 @@ func httpChildMain(kind, addr string) error {
 		return serveWeftH2C(ctx, addr)
 	case "net-h2c":
 		return serveNetH2C(ctx, addr)
+	case "nbhttp":
+		return serveNbhttp(ctx, addr)
 	}
 	return fmt.Errorf("unknown server %q", kind)
 }

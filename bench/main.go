@@ -53,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return h2Main(args[1:])
 	case "pinned":
 		return pinnedMain(args[1:])
+	case "idle":
+		return idleMain(args[1:])
 	case "convoy":
 		err = cpubound.Convoy(stdout, stderr, args[1:])
 	case "sha256":
@@ -101,8 +103,10 @@ weft's runtime beside Go's:
                    beside their Go-native twins, with ratios and goals
   sync             channels, Mutex and SendWait beside Go channels and
                    sync.Mutex, with ratios and goals
-  memory weft|go   bytes per suspended task or blocked goroutine, measured in
-                   this process (core runs it in a fresh one for each)
+  memory KIND      bytes per suspended task (weft: in Sleep, weft-await,
+                   weft-conn: in Conn.Read), bare iter.Pull coroutine (coro)
+                   or blocked goroutine (go), measured in this process (core
+                   runs each in a fresh one)
 
 servers, each in a process of its own under the same load:
   echo             echo servers: weft, net (goroutine per connection), gnet
@@ -114,6 +118,10 @@ servers, each in a process of its own under the same load:
   h2               HTTP/2 under h2load: whttp h2c, net/http h2c and whttp's
                    HTTP/1.1, requests per server CPU-second (flags: -duration
                    -reps -c -m -path -pin)
+  idle             RSS and heap per idle connection at 10,000 and 19,000
+                   connections: echo servers (weft, net, gnet, nbio) or,
+                   with -http, HTTP keep-alive (whttp, net/http, fasthttp,
+                   nbhttp) (flags: -servers -conns -reps -http -markdown)
   pinned           echo servers pinned to one CPU, the load on another: CPU per
                    request and, with -strace, system calls per request (flags:
                    -duration -warmup -reps -servers -conns -strace -base

@@ -212,7 +212,7 @@ func TestSubcommands(t *testing.T) {
 	if code := run([]string{"help"}, &out, &errOut); code != 0 {
 		t.Fatalf("help: exit %d", code)
 	}
-	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "pinned", "convoy", "sha256", "hangup", "sendfile", "wsidle", serveMode, whttpServeMode, cpubound.ClientMode, "help"} {
+	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "h2", "idle", "pinned", "convoy", "sha256", "hangup", "sendfile", "wsidle", serveMode, whttpServeMode, cpubound.ClientMode, "help"} {
 		if !strings.Contains(out.String(), "\n  "+sub+" ") {
 			t.Errorf("the usage lacks %q:\n%s", sub, out.String())
 		}
@@ -227,8 +227,8 @@ func TestSubcommands(t *testing.T) {
 		{[]string{"-duration", "1s"}, 2, "go run . echo -duration 1s"},
 		{[]string{"core", "extra"}, 1, `bench core: unexpected argument "extra"`},
 		{[]string{"sync", "-h"}, 1, `bench sync: unexpected argument "-h"`},
-		{[]string{"memory"}, 1, "bench memory: want weft or go"},
-		{[]string{"memory", "rust"}, 1, `bench memory: want weft or go, not "rust"`},
+		{[]string{"memory"}, 1, "bench memory: want weft, weft-await, weft-conn, coro or go"},
+		{[]string{"memory", "rust"}, 1, `bench memory: want weft, weft-await, weft-conn, coro or go, not "rust"`},
 		{[]string{"convoy", "-k", "x"}, 1, "bench convoy: -k:"},
 		{[]string{"sha256", "extra"}, 1, `bench sha256: unexpected argument "extra"`},
 		{[]string{cpubound.ClientMode, "x"}, 1, "bench convoy-client: want ADDR CONNS WARMUP DURATION"},

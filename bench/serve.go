@@ -32,7 +32,7 @@ const serveMode = "serve"
 const listeningPrefix = "listening "
 
 // serverKinds lists the servers in the order they are run and shown.
-var serverKinds = []string{"weft", "weft-2loops", "weft-2loops-cpu4", "net", "net-cpu4", "gnet", "gnet-multicore"}
+var serverKinds = []string{"weft", "weft-2loops", "weft-2loops-cpu4", "net", "net-cpu4", "gnet", "gnet-multicore", "nbio"}
 
 // childMain runs the server named by args (KIND ADDR) and returns the
 // process's exit code.
@@ -86,6 +86,8 @@ func childMain(args []string) int {
 		err = serveGnet(ctx, addr, false)
 	case "gnet-multicore":
 		err = serveGnet(ctx, addr, true)
+	case "nbio":
+		err = serveNbio(ctx, addr)
 	default:
 		err = fmt.Errorf("unknown server %q", kind)
 	}

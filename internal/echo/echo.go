@@ -1,5 +1,6 @@
 // Package echo is weft's echo server and client: one task per connection,
-// each reading into its own buffer and writing back what it read. The
+// each reading into a small buffer of its own (a larger pooled one during
+// a burst) and writing back what it read. The
 // example program and the bench module's echo and convoy benchmarks share
 // it.
 package echo
@@ -9,13 +10,24 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/weft-go/weft"
 )
 
-// BufferSize is each connection's read buffer. A connection holds no other
-// memory: a client that stops reading makes its task wait in Write.
+// BufferSize is the read buffer a connection takes while bytes keep
+// coming: a read that fills the landing buffer takes one from a pool, and
+// the first read that drains the socket (a short read) gives it back, so
+// an idle connection waits with its LandingSize buffer only. A client
+// that stops reading makes its task wait in Write, with the buffer.
 const BufferSize = 16 << 10
+
+// LandingSize is the buffer an idle connection waits to read into: a
+// 64-byte request and its echo never need more.
+const LandingSize = 512
+
+// buffers holds the BufferSize buffers of connections not in a burst.
+var buffers = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
 
 // Serve accepts connections on ln until ln is closed or the task is
 // cancelled, serving each in a task of its own inside a Group, and returns
@@ -52,7 +64,14 @@ var errStop = errors.New("echo: listener closed")
 // away is not an error.
 func Conn(t *weft.Task, c *weft.Conn) error {
 	defer c.Close()
-	buf := make([]byte, BufferSize)
+	landing := make([]byte, LandingSize)
+	buf := landing
+	var big *[]byte // taken from buffers for a burst, nil otherwise
+	defer func() {
+		if big != nil {
+			buffers.Put(big)
+		}
+	}()
 	for {
 		n, err := c.Read(t, buf)
 		if n > 0 {
@@ -62,6 +81,14 @@ func Conn(t *weft.Task, c *weft.Conn) error {
 		}
 		if err != nil {
 			return quiet(err)
+		}
+		switch {
+		case n == len(buf) && big == nil: // more may be waiting: a burst
+			big = buffers.Get().(*[]byte)
+			buf = *big
+		case n < len(buf) && big != nil: // drained: the next read may wait
+			buffers.Put(big)
+			big, buf = nil, landing
 		}
 	}
 }

@@ -56,6 +56,13 @@ func Core(w io.Writer, args []string) error {
 		return err
 	}
 	fmt.Fprintf(tw, "suspended memory\t%.0f B/task\t%.0f B/goroutine\t%.2fx\t<= 2.7 KB\t\n", weftMem, goMem, weftMem/goMem)
+	for _, k := range []struct{ kind, name string }{{"weft-await", "  ... in Await"}, {"weft-conn", "  ... in Conn.Read"}, {"coro", "  bare iter.Pull coroutine"}} {
+		m, err := memoryInFreshProcess(k.kind)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%.0f B\t%.0f B/goroutine\t%.2fx\t<= 2.7 KB\t\n", k.name, m, goMem, m/goMem)
+	}
 	late := benchmarks.ManySleepsLate()
 	fmt.Fprintf(tw, "100k sleeps 0-50 ms\tdone %d ms after the longest\t\t\t<= 1 s\t\n", late.Milliseconds())
 	tw.Flush()
@@ -65,6 +72,8 @@ func Core(w io.Writer, args []string) error {
 	}
 	fmt.Fprintf(w, "suspended memory: heap+stacks per task with %d tasks asleep, vs %d goroutines blocked on a channel; each measured in a fresh process\n",
 		benchmarks.MemTasks, benchmarks.MemTasks)
+	fmt.Fprintf(w, "  in Await: %d tasks awaiting one promise; in Conn.Read: %d tasks each reading its own idle connection (the Conn included); bare iter.Pull coroutine: %d coroutines parked in yield, the floor under any task\n",
+		benchmarks.MemTasks, memConns, benchmarks.MemTasks)
 	return nil
 }
 
@@ -111,22 +120,32 @@ func memoryInFreshProcess(kind string) (float64, error) {
 }
 
 // Memory is `bench memory weft|go`: it prints to w the bytes of heap and
-// stack per suspended task (weft) or per goroutine blocked on a channel
-// (go), measured in this process with benchmarks.MemTasks of them. Run it
+// stack per suspended task (weft: in Sleep; weft-await: in Await;
+// weft-conn: in Conn.Read, its connection included), per bare iter.Pull
+// coroutine (coro), or per goroutine blocked on a channel (go), measured in this process with benchmarks.MemTasks of them. Run it
 // in a fresh process, as Core does: the runtime reuses the records of
-// goroutines that ended. It returns an error unless args is weft or go.
+// goroutines that ended. It returns an error for any other argument.
 func Memory(w io.Writer, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("bench memory: want weft or go")
+		return fmt.Errorf("bench memory: want weft, weft-await, weft-conn, coro or go")
 	}
 	var bytes float64
 	switch args[0] {
 	case "weft":
 		bytes = benchmarks.SleepingTaskBytes()
+	case "weft-await":
+		bytes = awaitingTaskBytes()
+	case "weft-conn":
+		var err error
+		if bytes, err = connReadTaskBytes(); err != nil {
+			return err
+		}
+	case "coro":
+		bytes = pullCoroutineBytes()
 	case "go":
 		bytes = benchmarks.ParkedGoroutineBytes()
 	default:
-		return fmt.Errorf("bench memory: want weft or go, not %q", args[0])
+		return fmt.Errorf("bench memory: want weft, weft-await, weft-conn, coro or go, not %q", args[0])
 	}
 	fmt.Fprintf(w, "%.0f\n", bytes)
 	return nil

@@ -12,4 +12,8 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	golang.org/x/net v0.63.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
+)

@@ -268,7 +268,10 @@
 //     handshake or server push;
 //   - the request body is buffered per stream up to its flow-control
 //     window, and a handler that does not read it stalls only its own
-//     stream.
+//     stream;
+//   - HTTP2Config.SendPingTimeout turns on the health check: a PING when
+//     no frame has come for that long, and the connection closed when
+//     none follows within PingTimeout.
 //
 // h2spec's strict suite passes whole, over TLS and h2c. The known HTTP/2
 // attacks (rapid reset, CONTINUATION floods, PING and SETTINGS floods,

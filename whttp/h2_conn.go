@@ -23,6 +23,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,10 @@ type h2Conn struct {
 	wfr  *http2.Framer
 	wbuf bufferW
 
+	// lastFrame is when the reader last read a frame (UnixNano on the
+	// Run's clock), kept only for the health check.
+	lastFrame atomic.Int64
+
 	empty   int  // reader: frames in a row that carried nothing
 	settled bool // reader: the first SETTINGS came
 	idleSet bool // reader: the idle deadline is set
@@ -97,6 +102,7 @@ const (
 	ctlRST
 	ctlWindow
 	ctlGoAway
+	ctlPing // the health check's (HTTP2Config.SendPingTimeout)
 )
 
 // bufferW is a growable write buffer.
@@ -173,6 +179,7 @@ var (
 	errH2Shutdown    = errors.New("whttp: http2: server stopped")
 	errH2StreamReset = errors.New("whttp: http2: stream reset")
 	errH2PeerGone    = errors.New("whttp: http2: client closed the connection")
+	errH2PingTimeout = errors.New("whttp: http2: no answer to the health check's PING (HTTP2Config.PingTimeout)")
 )
 
 // h2ConnError is a connection error the server detected: it sends GOAWAY
@@ -225,11 +232,54 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 			c.sv.log.Error("whttp: http2: task failed", "remote", c.remote, "err", err)
 		})
 		h.writer = weft.GoIn(g, h.writeLoop)
+		if h.cfg.sendPingTimeout > 0 {
+			h.lastFrame.Store(t.Now().UnixNano())
+			g.GoDaemon(h.healthLoop)
+		}
 		err := h.readLoop(t)
 		h.end(t, err)
 		return nil
 	})
 	h.closeConn(t)
+}
+
+// healthLoop is the health check of HTTP2Config.SendPingTimeout, a
+// daemon task of the connection's group: when no frame has come for
+// SendPingTimeout it sends a PING, and when no frame (the PING's ACK or
+// any other) comes within PingTimeout after it, the connection is closed,
+// as net/http's server does: its streams are cancelled with
+// errH2PingTimeout. It ends when the connection does.
+func (h *h2Conn) healthLoop(t *weft.Task) error {
+	d := h.cfg.sendPingTimeout
+	for {
+		wait := time.Unix(0, h.lastFrame.Load()).Add(d).Sub(t.Now())
+		if wait > 0 {
+			if err := t.Sleep(wait); err != nil {
+				return nil
+			}
+			continue
+		}
+		sent := t.Now().UnixNano()
+		var data [8]byte
+		binary.BigEndian.PutUint64(data[:], uint64(sent))
+		if err := h.locked(func() error { return h.queueCtl(h2Ctl{kind: ctlPing, data: data}) }); err != nil {
+			return nil
+		}
+		h.wakeWriter()
+		if err := t.Sleep(h.cfg.pingTimeout); err != nil {
+			return nil
+		}
+		if h.lastFrame.Load() < sent {
+			h.cfg.countErr("ping_timeout")
+			h.mu.Lock()
+			if h.dead == nil {
+				h.dead = errH2PingTimeout
+			}
+			h.mu.Unlock()
+			h.c.wc.SetReadDeadline(t.Now()) // the reader ends
+			return nil
+		}
+	}
 }
 
 // end stops the connection after the reader ended with err: every stream
@@ -336,6 +386,9 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 				return h.connError(http2.ErrCodeNo, "idle timeout")
 			}
 			return err
+		}
+		if h.cfg.sendPingTimeout > 0 {
+			h.lastFrame.Store(t.Now().UnixNano())
 		}
 		if err := h.onFrame(t, f); err != nil {
 			return err

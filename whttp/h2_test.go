@@ -379,3 +379,99 @@ func TestH2cNghttp(t *testing.T) {
 		}
 	}
 }
+
+// HTTP2Config.SendPingTimeout: a client that stays silent gets a PING
+// after SendPingTimeout and is cut PingTimeout later; one that answers
+// its PINGs keeps its connection.
+func TestH2HealthCheckPings(t *testing.T) {
+	srv := &whttp.Server{
+		Protocols: new(http.Protocols),
+		HTTP2:     &http.HTTP2Config{SendPingTimeout: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond},
+		Handler: whttp.HandlerFunc(func(wt *weft.Task, w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "ok")
+		}),
+	}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	ts := startServer(t, srv)
+
+	t.Run("silent", func(t *testing.T) {
+		r := dialH2(t, ts.addr)
+		start := time.Now()
+		pings := 0
+		r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			f, err := r.fr.ReadFrame()
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					t.Fatalf("the silent connection was still open after 10 s (%d PINGs)", pings)
+				}
+				break // closed by the server
+			}
+			if p, ok := f.(*http2.PingFrame); ok && !p.IsAck() {
+				pings++
+			}
+		}
+		if pings == 0 {
+			t.Fatal("the server closed the silent connection without a PING first")
+		}
+		if el := time.Since(start); el < 150*time.Millisecond {
+			t.Fatalf("closed after %v: before SendPingTimeout+PingTimeout (150 ms)", el)
+		}
+	})
+
+	t.Run("answering", func(t *testing.T) {
+		r := dialH2(t, ts.addr)
+		pings := 0
+		end := time.Now().Add(600 * time.Millisecond)
+		r.c.SetReadDeadline(end)
+		for {
+			f, err := r.fr.ReadFrame()
+			if err != nil {
+				var ne net.Error
+				if !errors.As(err, &ne) || !ne.Timeout() {
+					t.Fatalf("the connection of a client that answers PINGs ended: %v (after %d PINGs)", err, pings)
+				}
+				break
+			}
+			switch f := f.(type) {
+			case *http2.PingFrame:
+				if !f.IsAck() {
+					pings++
+					r.mu.Lock()
+					r.fr.WritePing(true, f.Data)
+					r.flush()
+					r.mu.Unlock()
+				}
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					r.mu.Lock()
+					r.fr.WriteSettingsAck()
+					r.flush()
+					r.mu.Unlock()
+				}
+			}
+		}
+		if pings < 2 {
+			t.Fatalf("%d PINGs in 600 ms of silence with SendPingTimeout 50 ms", pings)
+		}
+		// And it still serves a request.
+		r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		r.mu.Lock()
+		r.headers(1, "/", true)
+		r.flush()
+		r.mu.Unlock()
+		for {
+			f, err := r.fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("after the pings, the request got no answer: %v", err)
+			}
+			if h, ok := f.(*http2.MetaHeadersFrame); ok && h.StreamID == 1 {
+				if st := h.PseudoValue("status"); st != "200" {
+					t.Fatalf("after the pings, the request got %q", st)
+				}
+				break
+			}
+		}
+	})
+}

@@ -105,6 +105,8 @@ func (h *h2Conn) gather() bool {
 			h.wfr.WriteSettingsAck()
 		case ctlPingAck:
 			h.wfr.WritePing(true, f.data)
+		case ctlPing:
+			h.wfr.WritePing(false, f.data)
 		case ctlRST:
 			h.wfr.WriteRSTStream(f.id, f.code)
 		case ctlWindow:

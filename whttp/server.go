@@ -116,7 +116,10 @@ type Server struct {
 	Protocols *http.Protocols
 
 	// HTTP2, if not nil, sets HTTP/2's limits, with net/http's meaning
-	// (zero fields: the defaults; see the package doc, HTTP/2).
+	// (zero fields: the defaults; see the package doc, HTTP/2). With
+	// SendPingTimeout set, a connection on which no frame has come for
+	// that long gets a PING, and is closed if no frame follows within
+	// PingTimeout (default 15 s), its handlers' contexts cancelled.
 	HTTP2 *http.HTTP2Config
 
 	// ConnContext, if not nil, returns the context of one connection's

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/weft-go/weft/internal/cliflag"
 
 	"github.com/weft-go/weft/internal/trace"
 )
@@ -43,7 +44,7 @@ func traceCmd(stdout, stderr io.Writer, args []string) error {
 			files = append(files, a)
 		}
 	}
-	if ok, err := parseFlags(fs, stdout, stderr, rest); !ok {
+	if ok, err := cliflag.Parse(fs, stdout, stderr, rest); !ok {
 		return err
 	}
 	if len(files) != 1 {
@@ -101,26 +102,4 @@ func writeSVGFile(path string, data []byte, opt trace.SVGOptions) error {
 		return fmt.Errorf("trace: %s: %w", path, err)
 	}
 	return nil
-}
-
-// parseFlags parses args with fs and reports whether the command should
-// go on. Help goes to stdout (false, nil); a bad flag or a left-over
-// argument prints the usage to stderr and returns the error.
-func parseFlags(fs *flag.FlagSet, stdout, stderr io.Writer, args []string) (bool, error) {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return false, nil
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err != nil {
-		fs.SetOutput(stderr)
-		fs.Usage()
-		return false, fmt.Errorf("%s: %w", fs.Name(), err)
-	}
-	return true, nil
 }

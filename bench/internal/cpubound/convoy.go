@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weft-go/weft/internal/cliflag"
 )
 
 // convoyConfig is what the flags of `bench convoy` ask for.
@@ -145,7 +147,7 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 		fmt.Fprintln(fs.Output(), "usage: bench convoy [flags]")
 		fs.PrintDefaults()
 	}
-	if ok, err := parseFlags(fs, stdout, stderr, args); !ok {
+	if ok, err := cliflag.Parse(fs, stdout, stderr, args); !ok {
 		return nil, err
 	}
 	var err error
@@ -174,28 +176,6 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 		return fail("-reps must be at least 1")
 	}
 	return cfg, nil
-}
-
-// parseFlags parses args with fs and reports whether the command should
-// go on. Help goes to stdout (false, nil); a bad flag or a left-over
-// argument prints the usage to stderr and returns the error.
-func parseFlags(fs *flag.FlagSet, stdout, stderr io.Writer, args []string) (bool, error) {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return false, nil
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err != nil {
-		fs.SetOutput(stderr)
-		fs.Usage()
-		return false, fmt.Errorf("%s: %w", fs.Name(), err)
-	}
-	return true, nil
 }
 
 // parseIntList parses a comma-separated list of integers in [lo, hi] and

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-go/weft/internal/cliflag"
+
 	"github.com/weft-go/weft"
 )
 
@@ -48,7 +50,7 @@ func SHA256(stdout, stderr io.Writer, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: bench sha256 [flags]")
 		fs.PrintDefaults()
 	}
-	if ok, err := parseFlags(fs, stdout, stderr, args); !ok {
+	if ok, err := cliflag.Parse(fs, stdout, stderr, args); !ok {
 		return err
 	}
 	if *size < 1 || *n < 1 || *n > 1024 || *interval <= 0 {

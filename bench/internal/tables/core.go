@@ -46,13 +46,7 @@ func Core(w io.Writer, args []string) error {
 	fmt.Fprintf(w, "each timing: median of %d runs of `go test -bench` style loops (min..max)\n\n", rounds)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\tweft\tGo-native\tratio\tgoal\t")
-	for _, p := range benchmarks.Core {
-		wm, wlo, whi := nsPerOp(p.Weft)
-		gm, glo, ghi := nsPerOp(p.Go)
-		fmt.Fprintf(tw, "%s\t%.0f ns (%.0f..%.0f)\t%.0f ns (%.0f..%.0f)\t%.2fx\t%s\t\n",
-			p.Name, wm, wlo, whi, gm, glo, ghi, wm/gm, p.Goal)
-	}
+	pairRows(tw, benchmarks.Core)
 	weftMem, err := memoryInFreshProcess("weft")
 	if err != nil {
 		return err
@@ -72,6 +66,19 @@ func Core(w io.Writer, args []string) error {
 	fmt.Fprintf(w, "suspended memory: heap+stacks per task with %d tasks asleep, vs %d goroutines blocked on a channel; each measured in a fresh process\n",
 		benchmarks.MemTasks, benchmarks.MemTasks)
 	return nil
+}
+
+// pairRows writes the table's header and a row per pair: each side's
+// median ns/op with its min..max, the ratio of the medians and the goal.
+// The pairs run one after the other, each side rounds times.
+func pairRows(tw *tabwriter.Writer, pairs []benchmarks.Pair) {
+	fmt.Fprintln(tw, "benchmark\tweft\tGo-native\tratio\tgoal\t")
+	for _, p := range pairs {
+		wm, wlo, whi := nsPerOp(p.Weft)
+		gm, glo, ghi := nsPerOp(p.Go)
+		fmt.Fprintf(tw, "%s\t%.0f ns (%.0f..%.0f)\t%.0f ns (%.0f..%.0f)\t%.2fx\t%s\t\n",
+			p.Name, wm, wlo, whi, gm, glo, ghi, wm/gm, p.Goal)
+	}
 }
 
 // nsPerOp runs f rounds times and returns the median, min and max ns/op.

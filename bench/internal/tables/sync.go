@@ -23,13 +23,7 @@ func Sync(w io.Writer, args []string) error {
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "each timing: median of %d runs (min..max); ratio = weft time / Go time\n\n", rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\tweft\tGo-native\tratio\tgoal\t")
-	for _, p := range benchmarks.Sync {
-		wm, wlo, whi := nsPerOp(p.Weft)
-		gm, glo, ghi := nsPerOp(p.Go)
-		fmt.Fprintf(tw, "%s\t%.0f ns (%.0f..%.0f)\t%.0f ns (%.0f..%.0f)\t%.2fx\t%s\t\n",
-			p.Name, wm, wlo, whi, gm, glo, ghi, wm/gm, p.Goal)
-	}
+	pairRows(tw, benchmarks.Sync)
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, p := range benchmarks.Sync {

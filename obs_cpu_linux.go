@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxLoadThreads bounds the threads readProcLoad reads: a process with
@@ -13,11 +15,14 @@ import (
 const maxLoadThreads = 256
 
 // readProcLoad reads what the process's threads have done, for the
-// watchdog: the time they ran and the time they waited, runnable, for a
-// CPU (each thread's /proc schedstat). Counting the wait keeps a task that
-// computes on an overloaded machine from looking idle: its thread is
-// runnable all along, whether or not it gets a CPU. It reads one small
-// file per thread of the process (never per task).
+// watchdog: the time they ran (each thread's CPU clock, which counts a
+// running thread's time up to now; /proc's figures lag by up to a
+// scheduler tick, 4 ms, as long as a sample's window) and the time they
+// waited, runnable, for a CPU (each thread's /proc schedstat). Counting
+// the wait keeps a task that computes on an overloaded machine from
+// looking idle: its thread is runnable all along, whether or not it gets
+// a CPU. It costs a clock read and a small file per thread of the process
+// (never per task).
 func readProcLoad() procLoad {
 	pl := procLoad{at: time.Now()}
 	d, err := os.Open("/proc/self/task")
@@ -35,6 +40,13 @@ func readProcLoad() procLoad {
 		n, ok := readFields(dir+"schedstat", buf, 0, 1)
 		if !ok {
 			continue // the thread ended meanwhile
+		}
+		if id, err := strconv.Atoi(tid); err == nil {
+			var ts unix.Timespec
+			// The thread's scheduler clock: ^tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
+			if unix.ClockGettime(int32(^id<<3|6), &ts) == nil {
+				n[0] = ts.Nano()
+			}
 		}
 		pl.cpu += time.Duration(n[0])
 		pl.wait += time.Duration(n[1])

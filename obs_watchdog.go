@@ -103,8 +103,11 @@ type procLoad struct {
 // a machine overloaded three times over a computing thread still gets a
 // third of a CPU, and waits for the rest). The wait alone says nothing:
 // every thread that wakes on a loaded machine waits (Go's sysmon, a
-// timer), whether the task computes or not.
+// timer), whether the task computes or not; below idleCPU a task waits
+// whatever the wait says (a computing thread gets a tenth of a CPU only
+// beside twenty runnable threads a core).
 const (
+	idleCPU    = 0.1
 	blockedCPU = 0.3
 	busyCPU    = 0.7
 )
@@ -290,7 +293,7 @@ func classify(from, to procLoad, others int, yielding bool) stuckCause {
 	use := float64(to.cpu-from.cpu)/wall - float64(others)
 	demand := use + float64(to.wait-from.wait)/wall
 	switch {
-	case use < blockedCPU && demand < busyCPU:
+	case use < idleCPU, use < blockedCPU && demand < busyCPU:
 		return causeBlocked
 	case use >= blockedCPU && demand >= busyCPU:
 		return causeCPU

@@ -107,6 +107,12 @@ type procLoad struct {
 // whatever the wait says (a computing thread gets a tenth of a CPU only
 // beside twenty runnable threads a core).
 const (
+	// minLoadWindow is the shortest window that says anything: on a
+	// loaded machine the kernel can leave a computing thread off every
+	// CPU for a few ticks (4 ms each at HZ=250). Shorter ones (a limit
+	// under 40 ms) give the undecided cause.
+	minLoadWindow = 20 * time.Millisecond
+
 	idleCPU    = 0.1
 	blockedCPU = 0.3
 	busyCPU    = 0.7
@@ -287,7 +293,7 @@ func classify(from, to procLoad, others int, yielding bool) stuckCause {
 		return causeYielding
 	}
 	wall := float64(to.at.Sub(from.at))
-	if !from.ok || !to.ok || wall <= 0 || to.cpu < from.cpu || to.wait < from.wait {
+	if !from.ok || !to.ok || wall < float64(minLoadWindow) || to.cpu < from.cpu || to.wait < from.wait {
 		return causeUnknown
 	}
 	use := float64(to.cpu-from.cpu)/wall - float64(others)

@@ -121,6 +121,8 @@ type loop struct {
 	sliceStart    int64
 	sliceBegan    int64  // when the slice started (sliceStart moves on as its time is counted)
 	sliceWakes    uint64 // wakes when the slice started
+	sliceLooked   uint64 // lookWakes when the slice started
+	lookWakes     uint64 // tasks woken by what the loop's looks found (fds, timers, posts), not by the running task
 	spLeft        int32  // ready results (spend) before the next slow look
 	spStride      int32  // ready results between slow looks
 	spLast        int64  // when the last slow look at ready results ran
@@ -378,6 +380,8 @@ func (l *loop) pick() *Task {
 // for its Gosched period (gosched): tasks that take turns without a
 // Checkpoint must not keep it until Go preempts the goroutine.
 func (l *loop) pollNow() {
+	wakes := l.wakes
+	defer func() { l.lookWakes += l.wakes - wakes }()
 	if l.fds.waiting > 0 {
 		l.pollKernel(0)
 	}
@@ -435,7 +439,7 @@ func (l *loop) begin(t *Task) {
 	l.budget = taskBudget
 	if x := t.extra; x != nil && x.checkpoints {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
-		l.sliceWakes, l.sliceBegan = l.wakes, l.sliceStart
+		l.sliceWakes, l.sliceBegan, l.sliceLooked = l.wakes, l.sliceStart, l.lookWakes
 	}
 }
 

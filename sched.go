@@ -191,7 +191,7 @@ func (t *Task) checkpoint() error {
 	x.checkpoints = true
 	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
-		l.sliceWakes, l.sliceBegan = l.wakes, now
+		l.sliceWakes, l.sliceBegan, l.sliceLooked = l.wakes, now, l.lookWakes
 	}
 	x.cpu += now - l.sliceStart
 	l.sliceStart = now
@@ -325,6 +325,7 @@ func (l *loop) look(now int64) {
 		l.fireTimersAt(now)
 	}
 	l.checkBatchDue(now)
+	l.lookWakes += l.wakes - wakes
 	if l.wakes != wakes {
 		l.pollPeriod = int64(pollPeriodMin)
 	} else {
@@ -343,11 +344,14 @@ func (l *loop) look(now int64) {
 // that adapts, as Checkpoint's does, to about one look per poll period of
 // the task's time) it reads the clock, looks at the kernel and the timers
 // when a look is due, and makes the task give way to the batch lane once
-// it has held the loop for readySlice while interactive tasks wait (woken
-// by events, or that gave way themselves), or for the switch interval
-// while batch tasks wait. The budget bounds it in count too: after
-// taskBudget ready results in one run it gives way (to the batch lane)
-// whatever the clock says.
+// it has held the loop for readySlice while interactive tasks wait and
+// one of the loop's looks (at the kernel, the timers, the inbox) woke a
+// task since it began, or for the switch interval while batch tasks
+// wait. The budget bounds it in count too: after taskBudget ready results
+// in one run it gives way (to the batch lane) whatever the clock says.
+// (Tasks that the running task woke itself, the receivers of its sends,
+// say, do not make it give way before its budget: that order does not
+// depend on the clock, as tests and seeded Runs expect.)
 func (t *Task) spendBudget() {
 	l := t.loop
 	if l.budget--; l.budget <= 0 {
@@ -386,8 +390,7 @@ func (l *loop) spendSlow(t *Task) {
 	x := t.ensureExtra()
 	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
-		l.sliceWakes = l.wakes
-		l.sliceBegan = now
+		l.sliceWakes, l.sliceBegan, l.sliceLooked = l.wakes, now, l.lookWakes
 	}
 	x.cpu += now - l.sliceStart
 	l.sliceStart = now
@@ -399,7 +402,7 @@ func (l *loop) spendSlow(t *Task) {
 		l.obsStackPoint(t, "a ready result (an I/O call that did not wait, a settled Await...)", 2)
 	}
 	switch {
-	case l.runq.len() > 0 && now-l.sliceBegan >= int64(readySlice),
+	case l.runq.len() > 0 && l.lookWakes != l.sliceLooked && now-l.sliceBegan >= int64(readySlice),
 		l.batchDue && l.batchq.len() > 0,
 		x.cpu >= l.interval && l.batchq.len() > 0:
 		l.giveWayReady(t)

@@ -352,6 +352,8 @@ func (rs *runState) advanceLocked(next int64) {
 func (l *loop) blockVirtualIOMulti(next int64, epoch uint64) {
 	rs := l.rs
 	grace := virtualIOGrace
+	l.obsSleep()
+	l.countAwake(-1)
 	l.parkedInGo.Store(false)
 	l.sleeping.Store(true)
 	if l.inboxLen.Load() != 0 {
@@ -359,6 +361,7 @@ func (l *loop) blockVirtualIOMulti(next int64, epoch uint64) {
 	}
 	l.pollKernel(grace)
 	l.sleeping.Store(false)
+	l.countAwake(1)
 	if l.runq.len()+l.batchq.len() > 0 {
 		return // I/O came first, on this loop
 	}

@@ -240,6 +240,10 @@ func (b *lockedBuffer) String() string {
 // unless WEFT_TIMING=1: such a test measures the machine as much as the
 // code, and fails on a loaded one, so CI never runs it. The property it
 // guards has a benchmark, or a test on virtual time, that CI does run.
+// timing reports whether wall-clock timing tests' tight bounds apply
+// (WEFT_TIMING=1).
+func timing() bool { return os.Getenv("WEFT_TIMING") == "1" }
+
 func needTiming(t *testing.T) {
 	t.Helper()
 	if os.Getenv("WEFT_TIMING") != "1" {

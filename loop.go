@@ -56,8 +56,19 @@ import (
 // kernel and the timer heap while tasks are always runnable (Tokio uses 61).
 const pollEvery = 61
 
-// maxIdleCoros bounds the coroutines a loop keeps for reuse.
-const maxIdleCoros = 1024
+// maxIdleCoros bounds the coroutines a loop keeps for reuse. With
+// several loops a loop keeps fewer (maxIdleCorosMulti) and moves
+// coroBatch at a time to and from the Run's shared pool (coroPool), which
+// keeps up to maxSharedCoros: a task ends on whatever loop it lives on by
+// then (a connection's, on its fd's home), so without it the loop that
+// accepts connections made a goroutine for every one while the others'
+// pools filled with those that ended there.
+const (
+	maxIdleCoros      = 1024
+	maxIdleCorosMulti = 256
+	coroBatch         = 64
+	maxSharedCoros    = 1024
+)
 
 type loop struct {
 	rs *runState // the Run this loop is one of (loops.go)
@@ -108,7 +119,14 @@ type loop struct {
 	sliceOwner    *Task // the task whose run sliceStart dates
 	sliceEpoch    uint64
 	sliceStart    int64
+	sliceBegan    int64  // when the slice started (sliceStart moves on as its time is counted)
 	sliceWakes    uint64 // wakes when the slice started
+	sliceLooked   uint64 // lookWakes when the slice started
+	lookWakes     uint64 // tasks woken by what the loop's looks found (fds, timers, posts), not by the running task
+	spLeft        int32  // ready results (spend) before the next slow look
+	spStride      int32  // ready results between slow looks
+	spLast        int64  // when the last slow look at ready results ran
+	lookedAt      int64  // when the loop last looked at the kernel and timers while busy (look, pollNow)
 	wakes         uint64 // tasks woken by events (not those that gave way)
 
 	aborted bool // Run is unwinding after a Goexit in a task
@@ -356,17 +374,24 @@ func (l *loop) pick() *Task {
 	return t
 }
 
-// pollNow collects ready fds and due timers without blocking, and checks
-// whether the batch lane is due.
+// pollNow collects ready fds and due timers without blocking, checks
+// whether the batch lane is due, and lets the program's other goroutines
+// (other loops among them) have the loop's processor if it has held it
+// for its Gosched period (gosched): tasks that take turns without a
+// Checkpoint must not keep it until Go preempts the goroutine.
 func (l *loop) pollNow() {
+	wakes := l.wakes
+	defer func() { l.lookWakes += l.wakes - wakes }()
 	if l.fds.waiting > 0 {
 		l.pollKernel(0)
 	}
+	now := l.clock.Nanotime()
 	if l.timers.len() > 0 || l.batchq.len() > 0 {
-		now := l.clock.Nanotime()
 		l.fireTimersAt(now)
 		l.checkBatchDue(now)
 	}
+	l.lookedAt = now
+	l.gosched(now)
 }
 
 // resume runs t until it suspends or finishes, and reports whether t gave
@@ -391,6 +416,7 @@ func (l *loop) resume(t *Task, nested bool) (gaveWay bool) {
 	}
 	l.current = nil
 	if done {
+		l.obsStackPoint(t, "its end", -1)
 		l.traceFinished(t)
 		l.recycle(t)
 		return false
@@ -413,7 +439,7 @@ func (l *loop) begin(t *Task) {
 	l.budget = taskBudget
 	if x := t.extra; x != nil && x.checkpoints {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, l.clock.Nanotime()
-		l.sliceWakes = l.wakes
+		l.sliceWakes, l.sliceBegan, l.sliceLooked = l.wakes, l.sliceStart, l.lookWakes
 	}
 }
 
@@ -428,6 +454,7 @@ func (l *loop) begin(t *Task) {
 // resumes that one at depth one, so that it can hand over directly to the
 // next.
 func (l *loop) suspend(t *Task) {
+	l.obsStackPoint(t, "a suspension point", 1)
 	l.traceSuspend(t)
 	if !t.nested && !l.aborted && t.moveTo == nil {
 		l.driver = t // it may be queued, but its coroutine is busy: it must not move
@@ -458,6 +485,9 @@ func (l *loop) suspend(t *Task) {
 }
 
 func (l *loop) coroutine() *coro.Coro {
+	if len(l.idle) == 0 && l.rs.multi {
+		l.idle = l.rs.coros.take(l.idle)
+	}
 	if n := len(l.idle); n > 0 {
 		c := l.idle[n-1]
 		l.idle[n-1] = nil
@@ -471,9 +501,69 @@ func (l *loop) coroutine() *coro.Coro {
 func (l *loop) recycle(t *Task) {
 	c := t.co
 	t.co = nil
-	if len(l.idle) < maxIdleCoros && !l.aborted {
+	switch {
+	case l.aborted:
+		c.Close()
+	case !l.rs.multi:
+		if len(l.idle) < maxIdleCoros {
+			l.idle = append(l.idle, c)
+		} else {
+			c.Close()
+		}
+	default:
+		if len(l.idle) >= maxIdleCorosMulti {
+			// Full: the oldest batch goes to the Run's pool.
+			l.idle = l.rs.coros.give(l.idle)
+		}
 		l.idle = append(l.idle, c)
-	} else {
+	}
+}
+
+// coroPool is a Run's shared pool of idle coroutines, for several loops
+// (see maxIdleCoros). Any loop may use it; it holds its lock for the copy
+// of a batch.
+type coroPool struct {
+	mu   sync.Mutex
+	pool []*coro.Coro
+}
+
+// take moves up to coroBatch coroutines from the pool to idle and returns
+// idle.
+func (p *coroPool) take(idle []*coro.Coro) []*coro.Coro {
+	p.mu.Lock()
+	n := min(coroBatch, len(p.pool))
+	idle = append(idle, p.pool[len(p.pool)-n:]...)
+	clear(p.pool[len(p.pool)-n:])
+	p.pool = p.pool[:len(p.pool)-n]
+	p.mu.Unlock()
+	return idle
+}
+
+// give moves the first coroBatch coroutines of idle (the longest idle) to
+// the pool, closing those it has no room for, and returns what is left of
+// idle.
+func (p *coroPool) give(idle []*coro.Coro) []*coro.Coro {
+	n := min(coroBatch, len(idle))
+	batch := idle[:n]
+	p.mu.Lock()
+	room := min(n, maxSharedCoros-len(p.pool))
+	p.pool = append(p.pool, batch[:room]...)
+	p.mu.Unlock()
+	for _, c := range batch[room:] {
+		c.Close()
+	}
+	rest := copy(idle, idle[n:])
+	clear(idle[rest:])
+	return idle[:rest]
+}
+
+// close closes the pool's coroutines, when the Run ends.
+func (p *coroPool) close() {
+	p.mu.Lock()
+	pool := p.pool
+	p.pool = nil
+	p.mu.Unlock()
+	for _, c := range pool {
 		c.Close()
 	}
 }
@@ -495,6 +585,8 @@ func (l *loop) run() {
 	}
 	l.ownLoopGoroutine(true)
 	defer l.ownLoopGoroutine(false)
+	l.countAwake(1)
+	defer l.countAwake(-1)
 	for {
 		if l.aborted {
 			return
@@ -530,6 +622,13 @@ func (l *loop) run() {
 // outside the loop to wait for, it jumps to the next deadline instead.
 func (l *loop) block() {
 	l.obsSleep()
+	l.countAwake(-1)
+	l.sleep()
+	l.countAwake(1)
+}
+
+// sleep is block's body.
+func (l *loop) sleep() {
 	timeout := int64(-1)
 	if next := l.timers.peek(); next != nil {
 		timeout = max(0, next.when-l.clock.Nanotime())
@@ -571,6 +670,14 @@ func (l *loop) block() {
 	if l.timers.len() > 0 {
 		l.fireTimers()
 	}
+}
+
+// countAwake adds d (1 or -1) to the loops counted awake: the process's
+// (awakeLoops, for the scheduler: see gosched) and the Run's (for
+// observers that sleep while every loop does: see runObs.awake).
+func (l *loop) countAwake(d int32) {
+	awakeLoops.Add(d)
+	l.rs.obs.countAwake(d)
 }
 
 // lockedYieldEvery is how often a loop locked to its thread goes through

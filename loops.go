@@ -70,6 +70,8 @@ type runState struct {
 	stopped   sync.WaitGroup
 
 	obs runObs // the registry of live tasks and what observers need (observe.go)
+
+	coros coroPool // idle coroutines the loops share (multi only; loop.go)
 }
 
 // newID returns the next task id of the Run: 1 for main, then 2, 3...

@@ -208,12 +208,15 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 		n, err := unix.Read(fd.fd, b)
 		switch err {
 		case nil:
+			// The drained bit first: spend may give the loop away, and a
+			// Read report collected meanwhile must clear the bit this
+			// read sets, not be overwritten by it (a lost edge).
+			if w != nil && n > 0 && n < len(b) {
+				w.drain()
+			}
 			t.spendBudget()
 			if n == 0 {
 				return 0, io.EOF
-			}
-			if w != nil && n < len(b) {
-				w.drain()
 			}
 			return n, nil
 		case unix.EINTR:

@@ -3,27 +3,36 @@ package weft
 // The watchdog: a goroutine beside a Run's loops that notices a task
 // holding its loop too long without suspending or reaching a Checkpoint.
 //
-// It never needs the loop. Every loop publishes a switch word at each
-// resumption and slow Checkpoint (observe.go); the watchdog samples the words
-// every quarter of its limit, and a word that names a task and has not
-// changed for the limit is an episode. It reports an episode once, at
-// Warn through the Run's logger, with the task's name, how long it has
-// held the loop and the stack of the task's goroutine taken then, from
-// a dump of all goroutines (runtime.Stack, which stops the world for a
-// moment: once per episode, never while nothing is stuck). The goroutine's
-// state in that dump names the likely cause.
+// It never needs the loop, and it never stops the world. Every loop
+// publishes a switch word at each resumption, and counts its slow
+// Checkpoints and its slow looks at ready results (observe.go); the
+// watchdog samples them every quarter of its limit, and a word that names
+// a task and has not moved for the limit is an episode. It reports an
+// episode once, at Warn through the Run's logger: the task's name, id,
+// function and spawn site, how long it has held the loop, and the likely
+// cause with what to do. The cause comes from the process's CPU time
+// over the episode (getrusage): a task that holds its loop without using
+// the CPU is blocked in a call outside weft (a Go channel or lock,
+// time.Sleep, Go's network I/O, a blocking system call); one that uses a
+// whole CPU computes. The task's stack follows in a second record, taken
+// by the task itself, from its own goroutine, when it next reaches a
+// suspension point, a Checkpoint, a ready result or its end: the cost of
+// one stack, whatever the number of tasks. (A dump of every goroutine,
+// which once gave the stack at once, stops the world for as long as it
+// takes to format them all: seconds with 100,000 tasks.)
 //
-// A task blocked in a known blocking call (a system call or Go's network
-// I/O, a Go channel or select, a sync lock, time.Sleep) is reported
-// sooner: a word unchanged over two samples (held for a quarter of the
-// limit) gets a look at the task's stack, and if it is in such a call the
-// episode is reported then, with the advice to run the call through
-// Blocking. A task's function gets one early look per Run, and early looks
-// are at least probeEvery apart, so the watchdog stays cheap with tasks
-// that compute for long stretches; each function is reported early once.
+// A blocking call is reported sooner: a word unchanged over two samples
+// (held for a quarter of the limit) while the process used almost no CPU
+// is reported then, with the advice to run the call through Blocking, once
+// per task function per Run. A loop whose goroutine waits for a processor
+// in a Gosched of its own (more goroutines than GOMAXPROCS want one) is
+// not held by its task, and is reported as such.
+//
+// While every loop of the Run sleeps, nothing can hold one, and the
+// watchdog sleeps too, until a loop wakes (runObs.waitAwake): an idle Run
+// costs no timer ticks.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -39,17 +48,21 @@ const DefaultWatchdog = 100 * time.Millisecond
 // suspension point or a Checkpoint before the Run reports it (the default
 // is DefaultWatchdog, 100 ms; 0 turns the watchdog off). A report is a
 // Warn record through the Run's logger (see WithLogger) with the task's
-// name, how long so far, the likely cause (a Go channel operation, a sync
-// lock, time.Sleep, a blocking system call or Go network I/O, or CPU
-// without Checkpoint) with what to do (for the blocking calls: run them
-// through Blocking) and the stack of the task taken while it is stuck; it
-// comes once per episode. A task found in a known blocking call is
-// reported as soon as it has held its loop for a quarter of the limit
-// (once per task function), since a blocking call made from a task holds
-// up the loop however short it is; calls shorter than that are not seen. The watchdog is a goroutine of the Run's own, which ends with
-// it; it never needs the loops, and costs them one atomic store per task
-// switch. With WithLogger(nil) there is no watchdog. d < 0 panics with
-// "weft:".
+// name, id, function and spawn site, how long so far, and the likely
+// cause (CPU work without Checkpoint, or a blocking call outside weft: a
+// Go channel or lock, time.Sleep, Go's network I/O, a blocking system
+// call) with what to do (for the blocking calls: run them through
+// Blocking); it comes once per episode. A second record follows when the
+// task lets go of its loop, with how long it held it and its stack at
+// that point (the task records it itself: no goroutine dump, no
+// stop-the-world). A task found blocked while holding its loop is
+// reported as soon as it has held it for a quarter of the limit (once per
+// task function), since a blocking call made from a task holds up the
+// loop however short it is; calls shorter than that are not seen. The
+// watchdog is a goroutine of the Run's own, which ends with it and sleeps
+// while every loop does; it never needs the loops, and costs them one
+// atomic store per task switch. With WithLogger(nil) there is no
+// watchdog. d < 0 panics with "weft:".
 func WithWatchdog(d time.Duration) Option {
 	if d < 0 {
 		panic("weft: WithWatchdog with a negative limit")
@@ -68,14 +81,42 @@ type watchdog struct {
 	done  chan struct{}
 	first *time.Timer // starts the goroutine at the first sample (see startWatchdog)
 
-	// The early looks (probe), on the watchdog's goroutine only.
-	lastProbe time.Time
-	looked    map[uintptr]bool // functions that had their early look
+	// On the watchdog's goroutine only.
+	early map[uintptr]bool // functions reported early (a blocking call), once each
+	load  procLoad         // the process's load at this sample, once read
 }
 
-// probeEvery bounds the early looks at stacks of tasks that hold their
-// loop for less than the limit.
-const probeEvery = 100 * time.Millisecond
+// procLoad is what the process's threads had done at a moment
+// (readProcLoad: obs_cpu_*.go).
+type procLoad struct {
+	at   time.Time
+	cpu  time.Duration // CPU time used so far
+	wait time.Duration // time spent runnable, waiting for a CPU, so far (Linux; else 0)
+	ok   bool          // cpu is known
+}
+
+// Thresholds on the process's use of the CPU over an episode, in CPUs,
+// beyond one per other loop awake: a task that holds its loop while the
+// process uses less than blockedCPU (and, counting the time its threads
+// waited for a CPU, less than busyCPU) waits in a blocking call; one
+// that uses at least blockedCPU and, with the wait, busyCPU computes (on
+// a machine overloaded three times over a computing thread still gets a
+// third of a CPU, and waits for the rest). The wait alone says nothing:
+// every thread that wakes on a loaded machine waits (Go's sysmon, a
+// timer), whether the task computes or not; below idleCPU a task waits
+// whatever the wait says (a computing thread gets a tenth of a CPU only
+// beside twenty runnable threads a core).
+const (
+	// minLoadWindow is the shortest window that says anything: on a
+	// loaded machine the kernel can leave a computing thread off every
+	// CPU for a few ticks (4 ms each at HZ=250). Shorter ones (a limit
+	// under 40 ms) give the undecided cause.
+	minLoadWindow = 20 * time.Millisecond
+
+	idleCPU    = 0.1
+	blockedCPU = 0.3
+	busyCPU    = 0.7
+)
 
 func init() {
 	runObservers = append(runObservers, func(rs *runState, o *options) func() {
@@ -121,19 +162,27 @@ func (wd *watchdog) end() {
 // loopWatch is the watchdog's view of one loop.
 type loopWatch struct {
 	word     uint64    // the switch word last seen
-	cps      uint32    // ... and the count of slow Checkpoints
+	cps      uint32    // ... and the count of slow Checkpoints and looks
 	since    time.Time // when it was first seen
+	load     procLoad  // the process's load at the first sample that found it unchanged
 	reported bool      // this episode has been reported
-	probed   bool      // this episode has had its early look
+	early    bool      // ... early, as a blocking call
+	asked    uint32    // the task whose stack the report asked for (0: none)
+	held     time.Time // ... and since when it held the loop
 }
 
 // run samples the loops every period until end, from the first period's
-// end (it is time.AfterFunc's function).
+// end (it is time.AfterFunc's function). While every loop sleeps it
+// sleeps too, until one wakes.
 func (wd *watchdog) run() {
 	defer close(wd.done)
-	tick := time.NewTicker(wd.period())
-	defer tick.Stop()
+	period := wd.period()
+	timer := time.NewTimer(period)
+	defer timer.Stop()
 	watch := make([]loopWatch, len(wd.rs.loops))
+	// The loops have stopped when end is called: a stack a task recorded
+	// as it ended is still reported.
+	defer wd.followUps(watch)
 	for now := time.Now(); ; {
 		select {
 		case <-wd.stop:
@@ -141,17 +190,35 @@ func (wd *watchdog) run() {
 		default:
 		}
 		wd.sample(now, watch)
+		if watchdogSampled != nil {
+			watchdogSampled()
+		}
+		if wd.rs.obs.awake.Load() == 0 {
+			// Every loop sleeps (and so has recorded any stack it was
+			// asked for): nothing can hold one until one wakes.
+			wd.followUps(watch)
+			if !wd.rs.obs.waitAwake(wd.stop) {
+				return
+			}
+			timer.Reset(period)
+			now = time.Now()
+			continue
+		}
 		select {
 		case <-wd.stop:
 			return
-		case now = <-tick.C:
+		case now = <-timer.C:
+			timer.Reset(period)
 		}
 	}
 }
 
 // sample looks at every loop's switch word at now: a loop that has run
-// the same task since the last samples for the limit or longer is reported.
+// the same task since the last samples for the limit or longer is
+// reported, and so is one found blocked for two samples.
 func (wd *watchdog) sample(now time.Time, watch []loopWatch) {
+	wd.load = procLoad{}
+	wd.followUps(watch)
 	for i, l := range wd.rs.loops {
 		lw := &watch[i]
 		w, cps := l.obs.run.Load(), l.obs.cps.Load()
@@ -159,189 +226,196 @@ func (wd *watchdog) sample(now time.Time, watch []loopWatch) {
 			if w != lw.word {
 				l.obs.seen.Store(&watchSample{word: w, since: now})
 			}
-			*lw = loopWatch{word: w, cps: cps, since: now}
+			asked, held := lw.asked, lw.held
+			*lw = loopWatch{word: w, cps: cps, since: now, asked: asked, held: held}
 			continue
 		}
 		id := uint32(w)
 		if id == 0 || lw.reported {
 			continue
 		}
-		if held := now.Sub(lw.since); held >= wd.limit {
-			lw.reported = true
-			wd.report(i, id, held, false)
-		} else if !lw.probed && now.Sub(wd.lastProbe) >= probeEvery {
-			// Held over two samples: look early for a blocking call.
-			lw.probed = true
-			lw.reported = wd.report(i, id, held, true)
-			// The look stopped the world for a moment: that is not the
-			// task's time.
-			lw.since = lw.since.Add(time.Since(now))
+		load := wd.readLoad()
+		if lw.load.at.IsZero() {
+			// The first sample that finds the loop held: the window over
+			// which the process's CPU demand is measured starts here.
+			lw.load = load
+			continue
+		}
+		held := now.Sub(lw.since)
+		others := wd.othersAwake(watch, i)
+		cause := classify(lw.load, load, others, l.obs.yielding.Load())
+		switch {
+		case held >= wd.limit:
+			lw.reported = wd.report(i, lw, id, held, cause, false)
+		case cause == causeBlocked && others == 0:
+			// Held over two samples without computing: a blocking call.
+			// (With other loops busy, their threads blur the measure.)
+			lw.reported = wd.report(i, lw, id, held, cause, true)
 		}
 	}
 }
 
+// readLoad reads the process's load, once per sample.
+func (wd *watchdog) readLoad() procLoad {
+	if wd.load.at.IsZero() {
+		wd.load = readProcLoad()
+	}
+	return wd.load
+}
+
+// othersAwake counts the loops other than li that run a task at their
+// last sample: each may use a CPU of the process's.
+func (wd *watchdog) othersAwake(watch []loopWatch, li int) int {
+	n := 0
+	for i := range watch {
+		if i != li && uint32(watch[i].word) != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// stuckCause is what the watchdog makes of an episode.
+type stuckCause uint8
+
+const (
+	causeUnknown  stuckCause = iota // CPU or a blocking call: the process's CPU time does not say
+	causeCPU                        // it computes
+	causeBlocked                    // it waits in a call outside weft
+	causeYielding                   // its loop waits for a processor, in a Gosched of its own
+)
+
+// classify names the likely cause of an episode from the process's load
+// over it (from the first sample that found the loop held to this one),
+// the other loops awake, and whether the loop waits for a processor.
+func classify(from, to procLoad, others int, yielding bool) stuckCause {
+	if yielding {
+		return causeYielding
+	}
+	wall := float64(to.at.Sub(from.at))
+	if !from.ok || !to.ok || wall < float64(minLoadWindow) || to.cpu < from.cpu || to.wait < from.wait {
+		return causeUnknown
+	}
+	use := float64(to.cpu-from.cpu)/wall - float64(others)
+	demand := use + float64(to.wait-from.wait)/wall
+	switch {
+	case use < idleCPU, use < blockedCPU && demand < busyCPU:
+		return causeBlocked
+	case use >= blockedCPU && demand >= busyCPU:
+		return causeCPU
+	}
+	return causeUnknown
+}
+
+// String is the cause as a report gives it, with what to do.
+func (c stuckCause) String() string {
+	switch c {
+	case causeCPU:
+		return "CPU work without Checkpoint (the process computed all along): call t.Checkpoint() every so often, or Offload it"
+	case causeBlocked:
+		return "a blocking call outside weft (the task held the loop without using the CPU): a Go channel operation or sync lock, time.Sleep, Go network I/O or a blocking system call; run it through weft.Blocking, or use weft's own (channels, Mutex, t.Sleep, Conn)"
+	case causeYielding:
+		return "its loop waits for a processor (the process's busy goroutines and loops outnumber GOMAXPROCS): not the task's doing"
+	}
+	return "CPU work without Checkpoint, or a blocking call outside weft (other loops kept the process busy, so its CPU time does not tell): call t.Checkpoint() in long computations or Offload them, and run blocking calls through weft.Blocking"
+}
+
 // report logs the episode of task id holding loop li for d so far, and
-// reports whether it did. An early report (before the limit) is made only
-// if the task is in a known blocking call, once per function and cause.
-func (wd *watchdog) report(li int, id uint32, d time.Duration, early bool) bool {
-	rs := wd.rs
-	pc, name, ok := rs.liveTask(id)
-	if !ok {
-		return false // it finished meanwhile
+// reports whether it did, asking the task for its stack as a follow-up.
+// An early report (a blocking call, before the limit) is made once per
+// task function.
+func (wd *watchdog) report(li int, lw *loopWatch, id uint32, d time.Duration, cause stuckCause, early bool) bool {
+	l := wd.rs.loops[li]
+	t := l.runningTask(id)
+	if t == nil {
+		return false // it finished or switched meanwhile
 	}
+	pc := t.job.funcPC()
 	if early {
-		if wd.looked[pc] {
+		if wd.early[pc] {
 			return false
 		}
-		wd.lastProbe = time.Now()
-	}
-	fn := funcNameOf(pc)
-	state, stack := taskStack(fn)
-	cause := stuckCause(state, stack)
-	// Ask again: if the loop moved on while we looked, there is no report,
-	// and an early look may come again for this function.
-	if uint32(rs.loops[li].obs.run.Load()) != id {
-		return false
-	}
-	if early {
-		blocking := inBlockingCall(state, stack)
-		// A goroutine found runnable has just been woken (its call
-		// returned, and it waits for a processor): the look says nothing
-		// about the function, so it does not count as its one look.
-		if blocking || state != "runnable" {
-			if wd.looked == nil {
-				wd.looked = map[uintptr]bool{}
-			}
-			wd.looked[pc] = true
+		if wd.early == nil {
+			wd.early = map[uintptr]bool{}
 		}
-		if !blocking {
-			return false
-		}
+		wd.early[pc] = true
 	}
+	name := t.givenName()
 	if name == "" {
 		name = fmt.Sprintf("task %d", id)
 		if id == 1 {
 			name = "main"
 		}
 	}
-	rs.logger.LogAttrs(context.Background(), slog.LevelWarn, "weft: a task holds its loop without suspending",
+	started := "Run"
+	if t.spawnPC != 0 {
+		started = pcSite(t.spawnPC)
+	}
+	// Ask again: if the loop moved on meanwhile, there is no report.
+	if uint32(l.obs.run.Load()) != id {
+		return false
+	}
+	msg := "weft: a task holds its loop without suspending"
+	if cause == causeYielding {
+		msg = "weft: a loop has not run for a while: its goroutine waits for a processor"
+	}
+	wd.rs.logger.LogAttrs(context.Background(), slog.LevelWarn, msg,
 		slog.String("task", name),
 		slog.Int("id", int(id)),
-		slog.String("func", fn),
+		slog.String("func", funcNameOf(pc)),
+		slog.String("started", started),
 		slog.Int("loop", li),
 		slog.Duration("for", d.Round(time.Millisecond)),
-		slog.String("cause", cause),
-		slog.String("stack", stack))
+		slog.String("cause", cause.String()))
+	if cause != causeYielding {
+		lw.asked, lw.held = id, lw.since
+		l.askStack(id)
+	}
 	return true
 }
 
-// liveTask finds the live task id in the Run's registry and returns its
-// function and name. It reads only what is fixed at the spawn or guarded
-// by the record's lock, unlike a full snapshot (a seeded Run's tasks
-// change loops as they run), and copies nothing else.
-func (rs *runState) liveTask(id uint32) (fn uintptr, name string, ok bool) {
-	o := &rs.obs
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for t := o.head; t != nil; t = t.obs.next {
-		if t.id != id {
+// followUps logs the stacks that tasks reported earlier recorded since,
+// each as the episode's second record.
+func (wd *watchdog) followUps(watch []loopWatch) {
+	for i, l := range wd.rs.loops {
+		lw := &watch[i]
+		if lw.asked == 0 {
 			continue
 		}
-		if r := t.obs.rec.Load(); r != nil {
-			r.mu.Lock()
-			name = r.name
-			r.mu.Unlock()
+		rec := l.obs.stack.Swap(nil)
+		if rec == nil || rec.id != lw.asked {
+			continue
 		}
-		return t.job.funcPC(), name, true
+		lw.asked = 0
+		attrs := []slog.Attr{
+			slog.Int("id", int(rec.id)),
+			slog.Int("loop", i),
+			slog.Duration("held", rec.at.Sub(lw.held).Round(time.Millisecond)),
+			slog.String("at", rec.where),
+		}
+		if len(rec.pcs) > 0 {
+			attrs = append(attrs, slog.String("stack", formatStack(rec.pcs)))
+		}
+		wd.rs.logger.LogAttrs(context.Background(), slog.LevelWarn, "weft: the task that held its loop let go", attrs...)
 	}
-	return 0, "", false
 }
 
-// taskStack finds, in a dump of every goroutine, the goroutine of the
-// running task whose function is fn: a coroutine's goroutine (its stack
-// holds weft's coroutine body) that is not itself switched out (state
-// "coroutine"). It returns that goroutine's state and its stack.
-func taskStack(fn string) (state, stack string) {
-	buf := make([]byte, 1<<16)
+// formatStack renders return PCs as a goroutine dump renders a stack:
+// each frame's function, then its file and line.
+func formatStack(pcs []uintptr) string {
+	var b strings.Builder
+	frames := runtime.CallersFrames(pcs)
 	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
+		fr, more := frames.Next()
+		if fr.Function != "" {
+			fmt.Fprintf(&b, "%s(...)\n\t%s:%d\n", fr.Function, fr.File, fr.Line)
 		}
-		if len(buf) >= 64<<20 {
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var fallback [2]string
-	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
-		s := string(g)
-		if !strings.Contains(s, "weft/internal/coro.(*Coro).body") {
-			continue
-		}
-		st := goroutineState(s)
-		if st == "" || st == "coroutine" {
-			continue
-		}
-		if strings.Contains(s, fn+"(") {
-			return st, s
-		}
-		if fallback[1] == "" {
-			fallback = [2]string{st, s}
+		if !more {
+			return b.String()
 		}
 	}
-	return fallback[0], fallback[1]
 }
 
-// goroutineState returns the state in a goroutine's header,
-// "goroutine 7 [chan receive, 2 minutes]:" gives "chan receive".
-func goroutineState(s string) string {
-	i := strings.IndexByte(s, '[')
-	j := strings.IndexByte(s, ']')
-	if i < 0 || j < i {
-		return ""
-	}
-	st := s[i+1 : j]
-	if k := strings.IndexByte(st, ','); k >= 0 {
-		st = st[:k]
-	}
-	return st
-}
-
-// stuckCause names the likely cause of a stuck task from its goroutine's
-// state and stack, and what to do about it.
-func stuckCause(state, stack string) string {
-	switch {
-	case stack == "":
-		return "unknown (its stack was not found)"
-	case strings.HasPrefix(state, "chan ") || strings.HasPrefix(state, "select"):
-		return "a Go channel operation (" + state + "): run the code that waits through weft.Blocking, or use a weft channel"
-	case strings.HasPrefix(state, "sync.") || strings.HasPrefix(state, "semacquire"):
-		return "a sync lock (" + state + "): run the code that waits through weft.Blocking, or use weft.Mutex (and hold no lock across a suspension)"
-	case state == "sleep":
-		return "time.Sleep: use t.Sleep, or run the code that sleeps through weft.Blocking"
-	case state == "IO wait":
-		return "Go network I/O (IO wait): run the client that waits through weft.Blocking, or use weft's I/O"
-	case state == "syscall" || strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall"):
-		return "a blocking system call (" + state + "): run it through weft.Blocking, or use weft's I/O"
-	case state == "running" || state == "runnable":
-		return "CPU work without Checkpoint: call t.Checkpoint() every so often, or Offload it"
-	}
-	return "blocked in the Go runtime (" + state + "): run the code that waits through weft.Blocking"
-}
-
-// inBlockingCall reports whether a stuck task's goroutine waits in a known
-// blocking call (not computing, not in an unknown runtime state).
-func inBlockingCall(state, stack string) bool {
-	switch {
-	case stack == "", state == "running", state == "runnable":
-		return false
-	case strings.HasPrefix(state, "chan "), strings.HasPrefix(state, "select"),
-		strings.HasPrefix(state, "sync."), state == "sleep", state == "IO wait", state == "syscall":
-		return true
-	case state == "semacquire":
-		return false // the runtime's own (a GC phase, say), not a call of the task
-	}
-	return strings.Contains(stack, "syscall.Syscall") || strings.Contains(stack, "syscall.RawSyscall")
-}
+// watchdogSampled, if set (by a test, before the Run), is called after
+// each sample.
+var watchdogSampled func()

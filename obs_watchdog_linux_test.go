@@ -10,5 +10,5 @@ func TestWatchdogReportsABlockingSystemCall(t *testing.T) {
 		ts := syscall.NsecToTimespec(int64(stuckFor))
 		syscall.Nanosleep(&ts, nil)
 	})
-	checkReport(t, log, ok, "a blocking system call")
+	checkReport(t, log, ok, blockingCause)
 }

@@ -31,6 +31,7 @@ package weft
 
 import (
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,44 @@ type runObs struct {
 	offload atomic.Value // the Run's offload pool once made (its stats method: obs_stats.go)
 
 	noLabels bool // immutable: WithTaskLabels(false)
+
+	// awake counts the Run's loops that are not asleep (loop.countAwake).
+	// An observer with nothing to watch while every loop sleeps (the
+	// watchdog) waits in waitAwake instead of waking on a timer; the
+	// loop that wakes first, seeing it there (waiters), signals it
+	// through awakeCh. A loop pays for this only as it goes to sleep and
+	// wakes: two atomic adds and a load.
+	awake   atomic.Int32
+	waiters atomic.Int32
+	awakeCh chan struct{} // capacity 1; made with the Run
+}
+
+// countAwake adds d (1 or -1) to the Run's awake loops, and wakes an
+// observer waiting for one (waitAwake) when the first loop wakes. Either
+// the loop sees the waiter or the waiter sees the loop awake: each
+// writes its count before it reads the other's.
+func (o *runObs) countAwake(d int32) {
+	if o.awake.Add(d) == 1 && d > 0 && o.waiters.Load() > 0 {
+		select {
+		case o.awakeCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitAwake returns true once some loop of the Run is awake (at once if
+// one is), or false when stop is closed first. Any goroutine may call it.
+func (o *runObs) waitAwake(stop <-chan struct{}) bool {
+	o.waiters.Add(1)
+	defer o.waiters.Add(-1)
+	for o.awake.Load() == 0 {
+		select {
+		case <-o.awakeCh:
+		case <-stop:
+			return false
+		}
+	}
+	return true
 }
 
 // runObservers are what layers start beside every Run (the watchdog:
@@ -147,6 +186,19 @@ type loopObs struct {
 	tr   traceState // loop-owned: tracing (trace.go)
 
 	labels map[uintptr]unsafe.Pointer // loop-owned: profiler labels by task function (labels.go)
+
+	// For the watchdog's reports (obs_watchdog.go), which never stop the
+	// loop nor the world. yielding is set while the loop's goroutine
+	// waits for a processor in a Gosched of its own (gosched): a loop
+	// that has not switched for a while then is not held by its task.
+	// wantStack names the running task whose stack an observer wants:
+	// the task records it itself, from its own goroutine, at its next
+	// suspension point, slow Checkpoint or slow look at ready results,
+	// or its end (obsStackPoint), into stack. One stack, the cost of
+	// runtime.Callers, once per report: never a dump of every goroutine.
+	yielding  atomic.Bool
+	wantStack atomic.Uint32
+	stack     atomic.Pointer[stackRecord]
 
 	// Counters for Stats, each written by the loop alone.
 	seqPub   atomic.Uint64 // seq, published every 64 resumptions and before sleeping (see switches)
@@ -342,8 +394,9 @@ func (t *Task) Name() string {
 	return ""
 }
 
-// givenName returns the name t gave itself with SetName, "" if none. t's
-// loop (or t itself) calls it.
+// givenName returns the name t gave itself with SetName, "" if none. Any
+// goroutine may call it (the record is published atomically, the name
+// read under its lock).
 func (t *Task) givenName() string {
 	r := t.obs.rec.Load()
 	if r == nil {
@@ -385,4 +438,74 @@ type obsOptions struct {
 type watchSample struct {
 	word  uint64
 	since time.Time
+}
+
+// stackRecord is a task's stack, recorded by the task itself when an
+// observer asked for it (loopObs.wantStack).
+type stackRecord struct {
+	id    uint32
+	at    time.Time // when it was recorded
+	where string    // what the task had reached: "a suspension point", "a Checkpoint", "its end"...
+	pcs   []uintptr // return PCs from the recording point outwards; none at its end
+}
+
+// askStack asks loop l for the stack of the task id it runs, which the
+// task records at its next suspension point, slow Checkpoint, slow look
+// at ready results, or its end (obsStackPoint); the answer is then in
+// l.obs.stack. Any goroutine may call it. The loop is preempted so that
+// a Checkpoint's fast path takes the slow one at once.
+func (l *loop) askStack(id uint32) {
+	l.obs.wantStack.Store(id)
+	l.preempt.Store(1)
+}
+
+// obsStackPoint records the running task t's stack if an observer asked
+// for it (askStack), saying what t has reached. It runs on t's own
+// goroutine (at its end, on the loop's: no stack then), and costs an
+// atomic load when nobody asked.
+func (l *loop) obsStackPoint(t *Task, where string, skip int) {
+	id := l.obs.wantStack.Load()
+	if id == 0 || id != t.id || !l.obs.wantStack.CompareAndSwap(id, 0) {
+		return
+	}
+	rec := &stackRecord{id: id, at: time.Now(), where: where}
+	if skip >= 0 {
+		pcs := make([]uintptr, 64)
+		rec.pcs = pcs[:runtime.Callers(skip+2, pcs)]
+	}
+	l.obs.stack.Store(rec)
+}
+
+// runningTask returns the task loop l runs now if its id is id, else
+// nil: how the watchdog finds a task that holds its loop, in constant
+// time whatever the number of tasks. It reads l.current, which only the
+// loop writes, without synchronisation: a word-sized read observes some
+// value written (Go's memory model), here a task that ran on l or nil, and
+// the id check rejects any but the one the switch word named (a task's id
+// never changes, and its cell is never reused). Under the owner checks'
+// builds (the race detector, weft_debug) it walks the Run's registry
+// instead, which the race detector accepts.
+func (l *loop) runningTask(id uint32) *Task {
+	if ownerChecks {
+		return l.rs.findTask(id)
+	}
+	t := l.current
+	if t == nil || t.id != id {
+		return nil
+	}
+	return t
+}
+
+// findTask finds the live task id in the Run's registry (a walk of every
+// live task: runningTask's way under the owner checks).
+func (rs *runState) findTask(id uint32) *Task {
+	o := &rs.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for t := o.head; t != nil; t = t.obs.next {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
 }

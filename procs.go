@@ -27,7 +27,12 @@ package weft
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
+
+// procsReserved is procs.reserved, for loopsOutnumberProcs to read
+// without the lock.
+var procsReserved atomic.Int32
 
 var procs struct {
 	mu       sync.Mutex
@@ -67,6 +72,7 @@ func reserveProcs(n int) int {
 		return 0
 	}
 	procs.reserved += got
+	procsReserved.Store(int32(procs.reserved))
 	if cur == procs.applied { // else the program set GOMAXPROCS meanwhile: leave it
 		procs.applied = procs.base + procs.reserved
 		runtime.GOMAXPROCS(procs.applied)
@@ -82,6 +88,7 @@ func releaseProcs(n int) {
 	procs.mu.Lock()
 	defer procs.mu.Unlock()
 	procs.reserved -= n
+	procsReserved.Store(int32(procs.reserved))
 	if runtime.GOMAXPROCS(0) == procs.applied {
 		procs.applied = procs.base + procs.reserved
 		runtime.GOMAXPROCS(procs.applied)

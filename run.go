@@ -150,6 +150,7 @@ func Run[T any](main func(t *Task) (T, error), opts ...Option) (T, error) {
 func newRunState(o options) (*runState, error) {
 	n := loopCount(&o)
 	rs := &runState{multi: n > 1, ctx: o.ctx, labels: getProfLabel(), layerOpts: o.layer}
+	rs.obs.awakeCh = make(chan struct{}, 1)
 	if rs.ctx == nil {
 		rs.ctx = context.Background()
 	}
@@ -220,6 +221,7 @@ func (rs *runState) close() {
 	for _, l := range rs.loops {
 		l.closeInbox()
 	}
+	rs.coros.close()
 	for _, fn := range rs.layerClose {
 		fn()
 	}

@@ -40,6 +40,7 @@ package weft
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -63,14 +64,15 @@ const (
 	pollPeriodMin = 2 * time.Microsecond
 	pollPeriodMax = 50 * time.Microsecond
 
-	// goschedEvery is how often a CPU-bound task's slow Checkpoints let the
-	// loop's goroutine give its processor to other goroutines, while doing
-	// so costs little. When a Gosched keeps the loop off its processor for
-	// longer than the period it ran (the processors are taken by goroutines
-	// that do not block, such as other loops beyond GOMAXPROCS), the period
-	// grows to that wait (at least double), up to goschedEveryMax, Go's own
-	// time slice, so that the loop keeps its share of the processor; it
-	// halves back when Gosched is cheap.
+	// goschedEvery is how often a busy loop lets its goroutine give its
+	// processor to other goroutines (gosched), at slow Checkpoints and
+	// between tasks, while doing so costs little. When a Gosched keeps
+	// the loop off its processor for longer than the period it ran, and
+	// the loops of the process do not outnumber its processors (so that
+	// goroutines that do not block took it), the period grows to that
+	// wait (at least double), up to goschedEveryMax, Go's own time slice,
+	// so that the loop keeps its share of the processor; it halves back
+	// when Gosched is cheap.
 	goschedEvery    = 20 * time.Microsecond
 	goschedEveryMax = 10 * time.Millisecond
 
@@ -102,9 +104,17 @@ func (l *loop) popRunnable() (*Task, bool) {
 	return l.runq.pop()
 }
 
-// checkBatchDue marks the batch lane due when it has waited an interval.
+// checkBatchDue marks the batch lane due when it has waited an interval:
+// an interval in which no batch task ran. While one runs (the task that
+// holds the loop came from the batch lane) the lane is being served, and
+// the clock starts again when it gives way. (Counted from when the batch
+// task began instead, the lane was due again as soon as that task had
+// used its interval, and the next batch task went ahead of the
+// interactive ones: the batch tasks took turns for as long as each used
+// its whole interval, and an I/O task woken meanwhile waited behind all
+// of them, tens of milliseconds on a loaded machine.)
 func (l *loop) checkBatchDue(now int64) {
-	if l.batchq.len() == 0 {
+	if l.batchq.len() == 0 || l.servingBatch() {
 		l.batchRanAt = now
 		return
 	}
@@ -114,6 +124,13 @@ func (l *loop) checkBatchDue(now int64) {
 	if now-l.batchRanAt >= l.interval {
 		l.batchDue = true
 	}
+}
+
+// servingBatch reports whether the task that holds the loop came from the
+// batch lane.
+func (l *loop) servingBatch() bool {
+	t := l.current
+	return t != nil && t.extra != nil && t.extra.batch
 }
 
 // Checkpoint offers the loop to other tasks, for a task doing CPU-bound
@@ -154,6 +171,7 @@ func (t *Task) checkpoint() error {
 	l := t.loop
 	l.preempt.Store(0)
 	l.obsCheckpoint()
+	l.obsStackPoint(t, "a Checkpoint", 1)
 	now := l.clock.Nanotime()
 	l.noteNow(now)
 
@@ -173,23 +191,13 @@ func (t *Task) checkpoint() error {
 	x.checkpoints = true
 	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
 		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
-		l.sliceWakes = l.wakes
+		l.sliceWakes, l.sliceBegan, l.sliceLooked = l.wakes, now, l.lookWakes
 	}
 	x.cpu += now - l.sliceStart
 	l.sliceStart = now
 
 	// What happened meanwhile.
-	wakes := l.wakes
-	if l.inboxLen.Load() != 0 {
-		l.drainInbox()
-	}
-	if l.fds.waiting > 0 {
-		l.pollKernel(0)
-	}
-	if l.timers.len() > 0 {
-		l.fireTimersAt(now)
-	}
-	l.checkBatchDue(now)
+	l.look(now)
 	if l.rs.multi && l.rs.hungry.Load() > 0 {
 		// Another loop sleeps with nothing to run: share the queue, or
 		// go there if what is queued here must stay.
@@ -199,11 +207,6 @@ func (t *Task) checkpoint() error {
 			}
 			return t.cancelPoint()
 		}
-	}
-	if l.wakes != wakes {
-		l.pollPeriod = int64(pollPeriodMin)
-	} else {
-		l.pollPeriod = min(l.pollPeriod+l.pollPeriod/2, int64(pollPeriodMax))
 	}
 	if err := t.cancelPoint(); err != nil {
 		return err
@@ -223,30 +226,16 @@ func (t *Task) checkpoint() error {
 		x.cpu = 0
 		l.readyBatch(t)
 	default:
-		if now-l.lastGosched >= l.goschedPeriod && !l.locked {
-			// The loop's goroutine shares its processor with the program's
-			// other goroutines (off-loop work, plain Go code, other loops
-			// beyond GOMAXPROCS): give them a turn, as a goroutine that
-			// blocks would, instead of holding the P until Go preempts it
-			// (10 ms). Not a loop locked to its thread (io_uring), for
-			// which a Gosched is two thread hand-offs: the program's
-			// other goroutines have a processor of their own beside it
-			// (loop.run reserves one when GOMAXPROCS is 1).
-			runtime.Gosched()
-			// The time the goroutine waited for a processor again is not
-			// the task's use of the loop: with more loops than cores, or
-			// beside goroutines that never block, it can be a whole Go
-			// time slice (10 ms), and charging it would send the task to
-			// the batch lane after every Gosched, starving it there.
-			after := l.clock.Nanotime()
-			if wait := after - now; wait > l.goschedPeriod {
-				l.goschedPeriod = min(max(2*l.goschedPeriod, wait), int64(goschedEveryMax))
-			} else {
-				l.goschedPeriod = max(l.goschedPeriod/2, int64(goschedEvery))
-			}
-			// Nor is it time the calls between two slow Checkpoints took:
-			// the stride adapts to the task's pace, not to the scheduler's.
-			l.lastGosched, l.sliceStart, l.cpLast = after, after, after
+		if after := l.gosched(now); after != now {
+			// The time the goroutine waited for a processor again is
+			// not the task's use of the loop: with more loops than
+			// cores, or beside goroutines that never block, it can be a
+			// whole Go time slice (10 ms), and charging it would send
+			// the task to the batch lane after every Gosched, starving
+			// it there. Nor is it time the calls between two slow
+			// Checkpoints took: the stride adapts to the task's pace,
+			// not to the scheduler's.
+			l.sliceStart, l.cpLast = after, after
 		}
 		return nil
 	}
@@ -268,15 +257,169 @@ func (l *loop) requeue(t *Task) {
 	l.batchq.pushFront(t)
 }
 
-// spendBudget takes one ready result from the running task's budget;
-// when the budget is gone the task yields (to the back of the interactive
-// lane) before it continues. It is not a cancellation point.
+// gosched gives the loop goroutine's processor to the program's other
+// goroutines (off-loop work, plain Go code, other loops beyond
+// GOMAXPROCS) when the loop has held it for its Gosched period, as a
+// goroutine that blocks would, instead of holding it until Go preempts it
+// (10 ms). now is the loop's clock; it returns the clock after the
+// Gosched, or now if there was none. A loop locked to its thread
+// (io_uring) never does it: a Gosched is two thread hand-offs there, and
+// the program's other goroutines have a processor of their own beside it
+// (loop.run reserves one when GOMAXPROCS is 1).
+//
+// While the awake loops of the process outnumber its processors, the
+// loops must take turns at this grain: a loop off its processor cannot
+// even see its events, so an I/O task on it waits for the periods of
+// the loops ahead of it. The period is then always goschedEvery. Only
+// while they do not can a long wait for the processor come from
+// goroutines that never block (Go preempts them after 10 ms), and the
+// period then grows to that wait, so that the loop keeps its share of the
+// processor beside them; it shrinks back as Gosched gets cheap. (It once
+// grew with more loops than cores too: each loop's longer period made the
+// others wait longer, until every loop held its processor for 10 ms and
+// an I/O task waited milliseconds for its loop's turn.)
+func (l *loop) gosched(now int64) int64 {
+	if l.locked || now-l.lastGosched < l.goschedPeriod {
+		return now
+	}
+	l.obs.yielding.Store(true)
+	runtime.Gosched()
+	l.obs.yielding.Store(false)
+	after := l.clock.Nanotime()
+	switch wait := after - now; {
+	case loopsOutnumberProcs():
+		l.goschedPeriod = int64(goschedEvery)
+	case wait > l.goschedPeriod:
+		l.goschedPeriod = min(max(2*l.goschedPeriod, wait), int64(goschedEveryMax))
+	default:
+		l.goschedPeriod = max(l.goschedPeriod/2, int64(goschedEvery))
+	}
+	l.lastGosched = after
+	return after
+}
+
+// awakeLoops counts the loops of every Run in the process that are not
+// asleep (loop.setAwake).
+var awakeLoops atomic.Int32
+
+// loopsOutnumberProcs reports whether more loops are awake in the process
+// than Go has processors for them (GOMAXPROCS less those reserved for
+// Offload workers, which keep theirs busy).
+func loopsOutnumberProcs() bool {
+	return int(awakeLoops.Load()) > runtime.GOMAXPROCS(0)-int(procsReserved.Load())
+}
+
+// look collects what happened since the loop last looked (posts, ready
+// fds, due timers, whether the batch lane is due) at now, and adapts the
+// poll period: short after a look that woke a task, longer after each
+// that found nothing.
+func (l *loop) look(now int64) {
+	wakes := l.wakes
+	if l.inboxLen.Load() != 0 {
+		l.drainInbox()
+	}
+	if l.fds.waiting > 0 {
+		l.pollKernel(0)
+	}
+	if l.timers.len() > 0 {
+		l.fireTimersAt(now)
+	}
+	l.checkBatchDue(now)
+	l.lookWakes += l.wakes - wakes
+	if l.wakes != wakes {
+		l.pollPeriod = int64(pollPeriodMin)
+	} else {
+		l.pollPeriod = min(l.pollPeriod+l.pollPeriod/2, int64(pollPeriodMax))
+	}
+	l.lookedAt = now
+}
+
+// spendBudget takes one ready result (an Await of a settled promise, a channel
+// operation or an I/O call that did not wait) from the running task's
+// budget. It is not a cancellation point.
+//
+// A task that keeps finding results ready never suspends by itself, so
+// the loop treats it as it treats a CPU-bound task at its Checkpoints
+// (spendSlow), for the same reason: every so many ready results (a stride
+// that adapts, as Checkpoint's does, to about one look per poll period of
+// the task's time) it reads the clock, looks at the kernel and the timers
+// when a look is due, and makes the task give way to the batch lane once
+// it has held the loop for readySlice while interactive tasks wait and
+// one of the loop's looks (at the kernel, the timers, the inbox) woke a
+// task since it began, or for the switch interval while batch tasks
+// wait. The budget bounds it in count too: after taskBudget ready results
+// in one run it gives way (to the batch lane) whatever the clock says.
+// (Tasks that the running task woke itself, the receivers of its sends,
+// say, do not make it give way before its budget: that order does not
+// depend on the clock, as tests and seeded Runs expect.)
 func (t *Task) spendBudget() {
 	l := t.loop
-	if l.budget--; l.budget > 0 {
+	if l.budget--; l.budget <= 0 {
+		l.giveWayReady(t)
 		return
 	}
-	l.ready(t)
+	if l.spLeft--; l.spLeft <= 0 {
+		l.spendSlow(t)
+	}
+}
+
+// readySlice is how long a task that keeps finding results ready (reads
+// that find data, say) may hold its loop while interactive tasks wait:
+// long enough for a busy connection to carry on with its batch of
+// requests between two looks, short enough that a connection woken
+// beside it waits microseconds, not the 61 resumptions of up to
+// taskBudget results each that it once could (tens of milliseconds when
+// every read found data).
+const readySlice = 50 * time.Microsecond
+
+// spendSlow is spend's slow path: see spend.
+func (l *loop) spendSlow(t *Task) {
+	now := l.clock.Nanotime()
+	l.noteNow(now)
+	if dt := now - l.spLast; l.spLast != 0 && dt > 0 {
+		stride := int64(l.spStride) * l.pollPeriod / dt
+		l.spStride = int32(min(max(stride, 1), maxCheckpointStride))
+	} else if l.spStride < maxCheckpointStride {
+		l.spStride = max(2*l.spStride, 1)
+	}
+	l.spLast = now
+	l.spLeft = l.spStride
+
+	// The task's slice: from its first slow look in this run (or its
+	// resumption, for a task that reached a Checkpoint before).
+	x := t.ensureExtra()
+	if l.sliceOwner != t || l.sliceEpoch != l.epoch {
+		l.sliceOwner, l.sliceEpoch, l.sliceStart = t, l.epoch, now
+		l.sliceWakes, l.sliceBegan, l.sliceLooked = l.wakes, now, l.lookWakes
+	}
+	x.cpu += now - l.sliceStart
+	l.sliceStart = now
+
+	if now-l.lookedAt >= l.pollPeriod {
+		// The loop still looks at events: progress, for the watchdog.
+		l.look(now)
+		l.obsCheckpoint()
+		l.obsStackPoint(t, "a ready result (an I/O call that did not wait, a settled Await...)", 2)
+	}
+	switch {
+	case l.runq.len() > 0 && l.lookWakes != l.sliceLooked && now-l.sliceBegan >= int64(readySlice),
+		l.batchDue && l.batchq.len() > 0,
+		x.cpu >= l.interval && l.batchq.len() > 0:
+		l.giveWayReady(t)
+	default:
+		if after := l.gosched(now); after != now {
+			l.sliceStart, l.spLast = after, after
+		}
+	}
+}
+
+// giveWayReady makes the running task t, which keeps finding results
+// ready, give way: to the back of the batch lane, behind the tasks that
+// events woke and the tasks that wait their turn there (other busy
+// connections among them, which so take turns).
+func (l *loop) giveWayReady(t *Task) {
+	t.ensureExtra().cpu = 0
+	l.readyBatch(t)
 	l.obs.tr.why = whyBudget
 	l.suspend(t)
 }

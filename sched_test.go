@@ -2,7 +2,10 @@ package weft_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"net"
+	"os"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -87,6 +90,10 @@ func TestBatchLaneProgressesBesideAlwaysRunnableTasks(t *testing.T) {
 	})
 }
 
+// A task whose results are all ready runs on without a switch for a while
+// (the batching that makes pipelining fast), then lets the others run:
+// after its budget of 128 ready results, or sooner once it has held the
+// loop for readySlice while another task waits.
 func TestBudgetMakesATaskWithReadyResultsYield(t *testing.T) {
 	var seen []int
 	run(t, func(wt *weft.Task) {
@@ -104,8 +111,17 @@ func TestBudgetMakesATaskWithReadyResultsYield(t *testing.T) {
 			seen = append(seen, other)
 		}
 	}, oneLoop)
-	if seen[0] != seen[100] {
-		t.Fatalf("the task yielded within its budget: %v", seen[:130])
+	longest, run := 0, 0
+	for i := 1; i < len(seen); i++ {
+		if seen[i] == seen[i-1] {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	if longest < 16 {
+		t.Fatalf("the task never took 16 ready results in a row: %v", seen[:130])
 	}
 	if seen[len(seen)-1] == seen[0] {
 		t.Fatal("a task awaiting settled promises never let the other run")
@@ -225,4 +241,121 @@ func longTicksBesideTwoCPUTasks(t *testing.T) (long int, worst, median time.Dura
 		}
 	}
 	return long, lags[len(lags)-1], lags[len(lags)/2]
+}
+
+// The convoy bound: an I/O task woken by a readiness event runs within
+// microseconds beside CPU-bound tasks (it is the one wall-clock bound that
+// runs by default: a property of the scheduler, not a speed). The bound
+// is a median of 1 ms over many wakes, which a loaded machine meets when
+// the scheduler is right (tens of µs) and misses by ten times when it is
+// wrong (a CPU task's slice, or a loop's turn at its processor, is 10 ms).
+func TestIOTaskWokenByReadinessRunsWithinAMillisecondBesideFourCPUTasks(t *testing.T) {
+	skipTimingUnderRace(t)
+	if os.Getenv("WEFT_BACKEND") == "portable" {
+		// Readiness comes through Go's netpoller there, which a
+		// processor polls only when it has nothing else to run (and
+		// sysmon every 10 ms): 0.1 to 2 ms at the median on one loop on
+		// a loaded machine, 2 to 9 ms with more loops than processors,
+		// before and after issue 27. A limit of the portable backend,
+		// not of the scheduler.
+		t.Skip("the portable backend's readiness waits for Go's netpoller while the processors are busy")
+	}
+	t.Run("one-loop", func(t *testing.T) { ioWakeLatency(t, 4, oneLoop) })
+	// More loops than processors, each with CPU work: the I/O task's loop
+	// must get its processor back within the bound too.
+	t.Run("2xGOMAXPROCS-loops", func(t *testing.T) {
+		n := 2 * runtime.GOMAXPROCS(0)
+		ioWakeLatency(t, max(4, n), weft.WithLoops(n))
+	})
+}
+
+// ioWakeLatency runs cpu CPU-bound tasks (which call Checkpoint) beside a
+// task that echoes one 8-byte stamp at a time from a plain Go client, and
+// fails if the median time from the client's write to the task's read is
+// over a millisecond, or if the CPU tasks made no progress.
+func ioWakeLatency(t *testing.T, cpu int, opts ...weft.Option) {
+	const wakes = 300
+	var stop atomic.Bool
+	var lags []time.Duration
+	var work []int
+	base := time.Now()
+	run(t, func(wt *weft.Task) {
+		ln, err := weft.Listen(wt, "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		clientDone := make(chan error, 1)
+		go func() { clientDone <- stampClient(ln.Addr().String(), base, wakes) }()
+		c, err := ln.Accept(wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var busy []*weft.Promise[int]
+		for i := 0; i < cpu; i++ {
+			busy = append(busy, weft.Go(wt, spin(&stop)))
+		}
+		var b [8]byte
+		for i := 0; i < wakes; i++ {
+			if _, err := readFull(wt, c, b[:]); err != nil {
+				t.Fatal(err)
+			}
+			lags = append(lags, time.Since(base)-time.Duration(binary.LittleEndian.Uint64(b[:])))
+			if _, err := c.Write(wt, b[:1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop.Store(true)
+		work, _ = weft.All(wt, busy...)
+		if err := <-clientDone; err != nil {
+			t.Fatal(err)
+		}
+	}, opts...)
+	slices.Sort(lags)
+	median, p90 := lags[len(lags)/2], lags[len(lags)*9/10]
+	t.Logf("read %v after the write at the median, p90 %v, max %v; CPU work %v", median, p90, lags[len(lags)-1], work)
+	if median > time.Millisecond {
+		t.Fatalf("an I/O task woken by readiness waited %v at the median beside %d CPU tasks (p90 %v)", median, cpu, p90)
+	}
+	for i, w := range work {
+		if w < 10 {
+			t.Fatalf("CPU task %d made no progress: %v", i, work)
+		}
+	}
+}
+
+// stampClient sends n stamps (time since base, 8 bytes) 1 ms apart, each
+// after the echo of the one before.
+func stampClient(addr string, base time.Time, n int) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var b [8]byte
+	for i := 0; i < n; i++ {
+		time.Sleep(time.Millisecond)
+		binary.LittleEndian.PutUint64(b[:], uint64(time.Since(base)))
+		if _, err := c.Write(b[:]); err != nil {
+			return err
+		}
+		if _, err := c.Read(b[:1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFull reads len(b) bytes from c.
+func readFull(t *weft.Task, c *weft.Conn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := c.Read(t, b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

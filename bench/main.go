@@ -57,6 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return idleMain(args[1:])
 	case "convoy":
 		err = cpubound.Convoy(stdout, stderr, args[1:])
+	case "greedy":
+		err = cpubound.Greedy(stdout, stderr, args[1:])
+	case cpubound.GreedyClientMode:
+		err = cpubound.GreedyClient(stdout, args[1:])
 	case "sha256":
 		err = cpubound.SHA256(stdout, stderr, args[1:])
 	case "hangup":
@@ -139,7 +143,10 @@ CPU-bound work beside the loop:
   convoy           an echo server beside k CPU-bound workers: weft tasks, weft
                    Offload and Go at GOMAXPROCS=1 (flags: -duration -warmup -k
                    -conns -reps -interval -variants -svg FILE -trace FILE
-                   -markdown)
+                   -markdown -hog; variants tasks, tasks2 (two loops), offload, go)
+  greedy           a polite client beside two greedy ones (pipelined streams)
+                   on weft's echo (one loop; epoll and io_uring) and net's
+                   (flags: -reps -rounds -servers)
   sha256           hash messages in tasks on one loop, then in Offload
                    (flags: -size -n -interval)
 
@@ -149,6 +156,8 @@ started by the subcommands above, not by hand:
                    a server child of sendfile and wsidle
   convoy-client ADDR CONNS WARMUP DURATION
                    convoy's load client
+  greedy-client ADDR ROUNDS
+                   greedy's clients
 
   help             this text
 

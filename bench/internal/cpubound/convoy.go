@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ type convoyConfig struct {
 	svg      string // chart file, or ""
 	trace    string // trace file of the first weft case with workers, or ""
 	markdown bool   // also print the table as Markdown
+	hogs     int    // unrelated CPU-bound processes kept running beside the whole run
 }
 
 // idleLength bounds the window in which a variant's CPU workers are timed
@@ -45,7 +47,12 @@ func Convoy(stdout, stderr io.Writer, args []string) error {
 		return err
 	}
 	convoyTrace = cfg.trace
+	stopHogs, err := startHogs(cfg.hogs)
+	if err != nil {
+		return err
+	}
 	results, failed := runConvoy(cfg, stderr)
+	stopHogs()
 	if convoyTraceErr != nil {
 		return convoyTraceErr
 	}
@@ -142,6 +149,7 @@ func parseConvoyFlags(stdout, stderr io.Writer, args []string) (*convoyConfig, e
 	vs := fs.String("variants", "all", "variants to run, comma-separated: "+variantKeys()+" (or all)")
 	fs.StringVar(&cfg.svg, "svg", "", "write a bar chart of req/s by k (N=1) to this SVG `file`")
 	fs.BoolVar(&cfg.markdown, "markdown", false, "also print the table as Markdown")
+	fs.IntVar(&cfg.hogs, "hog", 0, "unrelated CPU-bound processes (a shell loop each) kept running beside the whole run: a loaded machine")
 	fs.StringVar(&cfg.trace, "trace", "", "record the first weft case with workers and write its trace to this `file`.json and its timeline to file.svg (use a short -duration)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench convoy [flags]")
@@ -195,4 +203,26 @@ func parseIntList(s string, lo, hi int) ([]int, error) {
 	}
 	slices.Sort(xs)
 	return slices.Compact(xs), nil
+}
+
+// startHogs starts n unrelated CPU-bound processes (shell loops), the
+// load of a machine the benchmark shares, and returns the function that
+// kills them (by pid) and waits for them.
+func startHogs(n int) (stop func(), err error) {
+	var cmds []*exec.Cmd
+	stop = func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	for i := 0; i < n; i++ {
+		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, fmt.Errorf("bench convoy: -hog: %w", err)
+		}
+		cmds = append(cmds, c)
+	}
+	return stop, nil
 }

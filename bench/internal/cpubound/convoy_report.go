@@ -28,6 +28,9 @@ func printConvoy(w io.Writer, cfg *convoyConfig, all [][]row) {
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.interval)
 	fmt.Fprintf(w, "each case: %v warm-up + %v counted; N connections from a load client in another process (%d-byte messages, closed loop, every echo verified)\n",
 		cfg.warmup, cfg.duration, loadgen.MessageSize)
+	if cfg.hogs > 0 {
+		fmt.Fprintf(w, "beside %d unrelated CPU-bound process(es) (-hog), running all along\n", cfg.hogs)
+	}
 	fmt.Fprintf(w, "%d repetition(s) of every case, interleaved (repetition 1 of every case in order, then repetition 2, ...); figures are medians over them, with min..max\n",
 		cfg.reps)
 	fmt.Fprintf(w, "goals for weft's tasks on the loop, at k>0 against k=0 at the same N, on the medians: req/s >= %.1fx; p99 <= k=0 p99 + %v (one switch interval); "+

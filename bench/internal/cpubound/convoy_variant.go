@@ -22,14 +22,21 @@ var variants = []*variant{
 		key: "tasks", short: "weft (tasks)", goals: true,
 		title: "weft: echo server and k CPU tasks on one loop (Checkpoint every unit)",
 		run: func(k int, interval time.Duration, d driver) (measure, error) {
-			return runWeftCase(false, k, interval, d)
+			return runWeftCase(false, 1, k, interval, d)
+		},
+	},
+	{
+		key: "tasks2", short: "weft (tasks, 2 loops)",
+		title: "weft: echo server and k CPU tasks on two loops (Checkpoint every unit; idle loops take tasks)",
+		run: func(k int, interval time.Duration, d driver) (measure, error) {
+			return runWeftCase(false, 2, k, interval, d)
 		},
 	},
 	{
 		key: "offload", short: "weft (Offload)",
 		title: "weft: echo server on the loop, k CPU workers in Offload",
 		run: func(k int, interval time.Duration, d driver) (measure, error) {
-			return runWeftCase(true, k, interval, d)
+			return runWeftCase(true, 1, k, interval, d)
 		},
 	},
 	{

@@ -21,8 +21,9 @@ var (
 	convoyTraceErr error
 )
 
-// runWeftCase runs one case of the weft variants: one loop with the echo
-// server and k CPU workers, while drive applies the load from another
+// runWeftCase runs one case of the weft variants: loops loops (the echo
+// server's and, with more than one, others that take CPU tasks when they
+// would sleep) and k CPU workers, while drive applies the load from another
 // goroutine. With offload false the workers are tasks on the loop that call
 // Checkpoint once per unit; with offload true each is a task that calls
 // Offload once with a function that spins until told to stop.
@@ -31,7 +32,7 @@ var (
 // workers poll between units, and closes the listener, which ends the echo
 // server. A task that ends early for any reason does the same, so the loop
 // always ends.
-func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (measure, error) {
+func runWeftCase(offload bool, loops, k int, interval time.Duration, drive driver) (measure, error) {
 	var stop atomic.Bool
 	spinners := make([]spinner, k)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,7 +44,7 @@ func runWeftCase(offload bool, k int, interval time.Duration, drive driver) (mea
 	done := make(chan driven, 1)
 	started := false
 
-	opts := []weft.Option{weft.WithSwitchInterval(interval)}
+	opts := []weft.Option{weft.WithSwitchInterval(interval), weft.WithLoops(loops)}
 	if offload && k > 0 {
 		opts = append(opts, weft.WithOffloadWorkers(k)) // every worker at once
 	}

@@ -10,6 +10,8 @@ package main
 //	flock /tmp/weft-bench.lock taskset -c 1 go test -run '^$' -bench ServerCPU -count 5
 //
 // Per server CPU-second figures do not depend on the client's speed.
+// With WEFT_GRPC_BENCH_SERVER_CPUPROFILE=FILE in the environment, each
+// server child writes its CPU profile to FILE (the last one stays).
 
 import (
 	"bufio"
@@ -21,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,7 +38,11 @@ import (
 // childEnv names the server a test binary started by serverProcess runs.
 const childEnv = "WEFT_GRPC_BENCH_SERVER"
 
-func init() {
+// serverChildFromEnv runs the server child and exits when the
+// environment asks for one; TestMain calls it (not an init function: init
+// runs with the main goroutine locked to its thread, and a weft loop on a
+// locked thread pays a thread hand-off at every switch).
+func serverChildFromEnv() {
 	if kind := os.Getenv(childEnv); kind != "" {
 		if err := runServerChild(kind); err != nil {
 			fmt.Fprintln(os.Stderr, "server child:", err)
@@ -50,6 +57,17 @@ func init() {
 // user and system time so far) and returns when stdin ends.
 func runServerChild(kind string) error {
 	encoding.RegisterCodec(jsonCodec{})
+	if path := os.Getenv(childEnv + "_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer cancel()

@@ -50,8 +50,8 @@ func h2idleMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *per < 1 || *per > 250 || *streams < 0 || *n < 1 || (*streams+*per-1) / *per > *n {
-		return fmt.Errorf("need 1 <= -per <= 250 and -streams/-per <= -n")
+	if *per < 1 || *per > 250 || *streams < 1 || *n < 1 || (*streams+*per-1)/(*per) > *n {
+		return fmt.Errorf("need 1 <= -per <= 250, -streams >= 1 and -streams/-per <= -n")
 	}
 	type res struct{ conn, connRSS, stream, streamRSS float64 }
 	results := map[string][]res{}
@@ -239,7 +239,7 @@ func h2IdleOnce(kind string, n, streams, per int) (conn, connRSS, stream, stream
 			return 0, 0, 0, 0, fmt.Errorf("PING on connection %d: %w", i, err)
 		}
 	}
-	fn, fs := float64(n), float64(max(streams, 1))
+	fn, fs := float64(n), float64(streams)
 	return (float64(m1) - float64(m0)) / fn, float64(r1-r0) / fn, (float64(m2) - float64(m1)) / fs, float64(r2-r1) / fs, nil
 }
 

@@ -11,6 +11,7 @@ require (
 	github.com/valyala/fasthttp v1.78.0
 	github.com/weft-go/weft v0.0.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.63.0
 )
 
 require (
@@ -27,7 +28,6 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
-	golang.org/x/net v0.63.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect

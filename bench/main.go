@@ -69,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sendfileMain(args[1:])
 	case "wsidle":
 		err = wsidleMain(args[1:])
+	case "h2idle":
+		err = h2idleMain(args[1:])
 	case whttpServeMode:
 		err = whttpServe(args[1:])
 	case serveMode:
@@ -138,6 +140,8 @@ whttp beside net/http (servers in processes of their own, but for hangup):
                    (flags: -size -reps -duration -conns -pin)
   wsidle           heap, stacks and RSS per idle gorilla/websocket connection
                    (flags: -n -reps)
+  h2idle           heap, stacks and RSS per idle h2c connection and per open
+                   stream whose handler waits (flags: -n -streams -per -reps)
 
 CPU-bound work beside the loop:
   convoy           an echo server beside k CPU-bound workers: weft tasks, weft
@@ -153,7 +157,7 @@ CPU-bound work beside the loop:
 started by the subcommands above, not by hand:
   serve KIND ADDR  a server child of echo, http and pinned
   whttp-serve KIND ADDR [DIR]
-                   a server child of sendfile and wsidle
+                   a server child of sendfile, wsidle and h2idle
   convoy-client ADDR CONNS WARMUP DURATION
                    convoy's load client
   greedy-client ADDR ROUNDS

@@ -212,7 +212,7 @@ func TestSubcommands(t *testing.T) {
 	if code := run([]string{"help"}, &out, &errOut); code != 0 {
 		t.Fatalf("help: exit %d", code)
 	}
-	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "h2", "idle", "pinned", "convoy", "greedy", "sha256", "hangup", "sendfile", "wsidle", serveMode, whttpServeMode, cpubound.ClientMode, cpubound.GreedyClientMode, "help"} {
+	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "h2", "idle", "pinned", "convoy", "greedy", "sha256", "hangup", "sendfile", "wsidle", "h2idle", serveMode, whttpServeMode, cpubound.ClientMode, cpubound.GreedyClientMode, "help"} {
 		if !strings.Contains(out.String(), "\n  "+sub+" ") {
 			t.Errorf("the usage lacks %q:\n%s", sub, out.String())
 		}
@@ -235,6 +235,7 @@ func TestSubcommands(t *testing.T) {
 		{[]string{"hangup", "-n", "x"}, 1, "bench hangup: invalid value"},
 		{[]string{"sendfile", "-reps", "x"}, 1, "bench sendfile: invalid value"},
 		{[]string{"wsidle", "-n", "x"}, 1, "bench wsidle: invalid value"},
+		{[]string{"h2idle", "-per", "300"}, 1, "bench h2idle: need 1 <= -per <= 250"},
 		{[]string{whttpServeMode}, 1, "bench whttp-serve: usage: bench whttp-serve KIND ADDR [DIR]"},
 	} {
 		out.Reset()

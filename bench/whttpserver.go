@@ -406,6 +406,8 @@ func whttpServe(args []string) error {
 		return serveWhttp(ctx, addr, whttp.HandlerFunc(wsWeft))
 	case "ws-nethttp":
 		return serveNetHTTPHandler(ctx, addr, http.HandlerFunc(wsNetHTTP))
+	case "h2idle-weft", "h2idle-nethttp":
+		return h2IdleServe(ctx, kind, addr)
 	}
 	return fmt.Errorf("unknown server %q", kind)
 }

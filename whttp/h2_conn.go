@@ -175,7 +175,6 @@ func (in *h2Input) Read(p []byte) (int, error) {
 
 // errors that end a connection or a stream.
 var (
-	errH2GoAway      = errors.New("whttp: http2: connection ended")
 	errH2Shutdown    = errors.New("whttp: http2: server stopped")
 	errH2StreamReset = errors.New("whttp: http2: stream reset")
 	errH2PeerGone    = errors.New("whttp: http2: client closed the connection")

@@ -49,15 +49,13 @@ type h2Stream struct {
 	gotLen       int64 // mu: body bytes received
 
 	// The request body.
-	in          []byte // mu: received, not read
-	recvWin     int32  // mu: what the peer may still send
-	recvOwed    int32  // mu: stream credit to give back
-	connUnpaid  int64  // mu: bytes of in whose connection credit is held
-	bodyClosed  bool   // mu
-	trailer     http.Header
-	expect100   bool
-	sent100     bool
-	waitingBody bool
+	in         []byte // mu: received, not read
+	recvWin    int32  // mu: what the peer may still send
+	recvOwed   int32  // mu: stream credit to give back
+	connUnpaid int64  // mu: bytes of in whose connection credit is held
+	bodyClosed bool   // mu
+	expect100  bool
+	sent100    bool
 
 	// The response, queued for the writer.
 	hdrs     []h2Headers         // mu

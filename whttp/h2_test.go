@@ -6,7 +6,6 @@ package whttp_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,13 +33,8 @@ func h2cServer(t *testing.T, h whttp.Handler, opts ...weft.Option) (*whttp.Serve
 
 // h2cClient is Go's HTTP/2 client speaking h2c with prior knowledge.
 func h2cClient(t *testing.T) *http.Client {
-	tr := &http2.Transport{
-		AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 }

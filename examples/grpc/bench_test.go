@@ -6,7 +6,10 @@ package main
 // Client and server share the process, so ns/op is the cost of both
 // sides; run under flock /tmp/weft-bench.lock with -count for a spread:
 //
-//	go test -run '^$' -bench . -count 5
+//	go test -run '^$' -bench '^Benchmark(Unary|ServerStream)$' -count 5
+//
+// cpu_linux_test.go has the same calls with the server in a process of
+// its own, measured in server CPU per call.
 
 import (
 	"context"
@@ -23,6 +26,14 @@ func grpcGoServer(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	s := newGRPCGoServer()
+	go s.Serve(ln)
+	b.Cleanup(s.Stop)
+	return ln.Addr().String()
+}
+
+// newGRPCGoServer is grpc-go's server with the Ping and Count methods.
+func newGRPCGoServer() *grpc.Server {
 	s := grpc.NewServer()
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "weft.demo.Demo",
@@ -54,9 +65,7 @@ func grpcGoServer(b *testing.B) string {
 			},
 		}},
 	}, struct{}{})
-	go s.Serve(ln)
-	b.Cleanup(s.Stop)
-	return ln.Addr().String()
+	return s
 }
 
 func benchServers(b *testing.B, f func(b *testing.B, cc *grpc.ClientConn)) {

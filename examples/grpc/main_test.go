@@ -23,6 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	serverChildFromEnv() // a server child of the ServerCPU benchmarks
 	encoding.RegisterCodec(jsonCodec{})
 	goleak.VerifyTestMain(m)
 }

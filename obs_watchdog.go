@@ -166,7 +166,6 @@ type loopWatch struct {
 	since    time.Time // when it was first seen
 	load     procLoad  // the process's load at the first sample that found it unchanged
 	reported bool      // this episode has been reported
-	early    bool      // ... early, as a blocking call
 	asked    uint32    // the task whose stack the report asked for (0: none)
 	held     time.Time // ... and since when it held the loop
 }

@@ -246,14 +246,23 @@ func (c *Chan[T]) Recv(t *Task) (T, error) {
 		t.spendBudget()
 		return v, nil
 	}
-	return c.recv(t)
+	v, park, locked, err := c.recv(t)
+	if park {
+		// Parked from here, not from recv: recv's frame is gone by then, so
+		// the stack at the switch out of the wait is shallower (a task's
+		// stack doubles for good past about 1,120 B: DESIGN.md).
+		return c.recvSlow(t, locked)
+	}
+	return v, err
 }
 
-// recv is Recv past the fast path.
-func (c *Chan[T]) recv(t *Task) (T, error) {
+// recv is Recv past the fast path: it returns the value or error, or
+// (park, locked) when the task must park as a receiver: c is then
+// acquired, and locked is recvSlow's.
+func (c *Chan[T]) recv(t *Task) (T, bool, bool, error) {
 	var zero T
 	if err := c.prepare(t, "Chan.Recv"); err != nil {
-		return zero, err
+		return zero, false, false, err
 	}
 	l := t.loop
 	ws := wakers{from: l, fromKnown: true}
@@ -263,26 +272,26 @@ func (c *Chan[T]) recv(t *Task) (T, error) {
 			c.release(locked)
 			ws.wake(l)
 			t.spendBudget()
-			return v, nil
+			return v, false, false, nil
 		}
 		if c.closed {
 			err := c.recvErr
 			c.release(locked)
-			return zero, reraiseMisuse(err)
+			return zero, false, false, reraiseMisuse(err)
 		}
 		// Park, unless the channel is shared and nothing else is runnable
 		// here: the value may then be on its way from another goroutine,
 		// and Recv looks again recvSpins times first, since parking would
 		// make that goroutine wake the loop.
 		if look == recvSpins || look == 0 && !(locked && c.own.Load() == sharedOwner && l.runq.len()+l.batchq.len() == 0) {
-			return c.recvSlow(t, locked)
+			return zero, true, locked, nil
 		}
 		c.release(locked)
 		runtime.Gosched()
 		// Never while holding the channel: cancelPoint may take the run
 		// lock, which is taken before a wait source's (DESIGN.md).
 		if err := t.cancelPoint(); err != nil {
-			return zero, err
+			return zero, false, false, err
 		}
 		locked = c.acquire(l)
 	}
@@ -294,19 +303,26 @@ const recvSpins = 8
 
 // recvSlow parks t as a receiver; c is acquired.
 func (c *Chan[T]) recvSlow(t *Task, locked bool) (T, error) {
-	var zero T
 	nd := c.pool.get(nodeTask)
 	nd.send = false
 	t.preparePark(&nd.pw)
 	c.recvq.push(nd)
 	c.release(locked)
 	err := t.park("Chan.Recv", c, &nd.pw)
+	return c.recvWoken(t, nd, err)
+}
+
+// recvWoken is recvSlow once the park has ended (err: its
+// interruption), in a frame of its own so that recvSlow's is small while
+// the task waits.
+func (c *Chan[T]) recvWoken(t *Task, nd *waitNode[T], err error) (T, error) {
+	var zero T
 	if nd.state == nodeDone && err == nil {
 		err = t.cancelPoint()
 	}
 	l := t.loop // t may have moved to another loop since it was woken
 	ws := wakers{from: l, fromKnown: true}
-	locked = c.acquire(l)
+	locked := c.acquire(l)
 	st, v := nd.state, nd.val
 	if st == nodeDone && err != nil && t.rs.isDeadlockErr(err) {
 		// Handed a value as the Run was found deadlocked (by a task of

@@ -110,7 +110,8 @@ weft's runtime beside Go's:
   sync             channels, Mutex and SendWait beside Go channels and
                    sync.Mutex, with ratios and goals
   memory KIND      bytes per suspended task (weft: in Sleep, weft-await,
-                   weft-conn: in Conn.Read), bare iter.Pull coroutine (coro)
+                   weft-chan: in Chan.Recv, weft-conn: in Conn.Read), bare
+                   iter.Pull coroutine (coro)
                    or blocked goroutine (go), measured in this process (core
                    runs each in a fresh one)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,9 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == serveMode {
 		os.Exit(childMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == whttpServeMode {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	goleak.VerifyTestMain(m,
 		// gnet's dependency ants starts a global worker pool when it loads.
@@ -227,8 +231,8 @@ func TestSubcommands(t *testing.T) {
 		{[]string{"-duration", "1s"}, 2, "go run . echo -duration 1s"},
 		{[]string{"core", "extra"}, 1, `bench core: unexpected argument "extra"`},
 		{[]string{"sync", "-h"}, 1, `bench sync: unexpected argument "-h"`},
-		{[]string{"memory"}, 1, "bench memory: want weft, weft-await, weft-conn, coro or go"},
-		{[]string{"memory", "rust"}, 1, `bench memory: want weft, weft-await, weft-conn, coro or go, not "rust"`},
+		{[]string{"memory"}, 1, "bench memory: want weft, weft-await, weft-chan, weft-conn, coro or go"},
+		{[]string{"memory", "rust"}, 1, `bench memory: want weft, weft-await, weft-chan, weft-conn, coro or go, not "rust"`},
 		{[]string{"convoy", "-k", "x"}, 1, "bench convoy: -k:"},
 		{[]string{"sha256", "extra"}, 1, `bench sha256: unexpected argument "extra"`},
 		{[]string{cpubound.ClientMode, "x"}, 1, "bench convoy-client: want ADDR CONNS WARMUP DURATION"},
@@ -242,6 +246,26 @@ func TestSubcommands(t *testing.T) {
 		errOut.Reset()
 		if code := run(c.args, &out, &errOut); code != c.code || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("%q: exit %d (want %d), stderr %q (want %q in it)", c.args, code, c.code, errOut.String(), c.want)
+		}
+	}
+}
+
+// TestWsIdleReportsEachPart runs wsidle's measure briefly against both
+// server children: each connection holds two goroutines (a reader and a
+// writer), some heap and some stack, and the child writes its heap profile.
+func TestWsIdleReportsEachPart(t *testing.T) {
+	dir := t.TempDir()
+	for _, kind := range []string{"ws-weft", "ws-nethttp"} {
+		path := filepath.Join(dir, kind+".pprof")
+		m, err := wsIdleOnce(kind, 50, path)
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if m.heap <= 0 || m.stacks <= 0 || m.goroutines < 1.5 || m.goroutines > 2.5 {
+			t.Errorf("%s: %+v per connection, want heap and stacks and about 2 goroutines", kind, m)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: heap profile: %v", kind, err)
 		}
 	}
 }

@@ -293,6 +293,8 @@ func logf(level, format string, args ...any) {
 // The answers' prefixes to the commands a child reads on stdin.
 const (
 	memPrefix   = "mem "   // "mem": heap and stacks in use after two collections
+	splitPrefix = "split " // "split": heap in use, stacks in use, goroutines
+	profPrefix  = "prof "  // "prof PATH": a heap profile written to PATH
 	statsPrefix = "stats " // "stats": heap objects allocated so far (MemStats.Mallocs)
 )
 
@@ -303,15 +305,39 @@ func answerCommands(stop func()) {
 	defer stop()
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		switch strings.TrimSpace(sc.Text()) {
+		line := strings.TrimSpace(sc.Text())
+		if path, ok := strings.CutPrefix(line, "prof "); ok {
+			fmt.Printf("%s%v\n", profPrefix, writeHeapProfile(path))
+			continue
+		}
+		switch line {
 		case "mem":
 			fmt.Printf("%s%d\n", memPrefix, memInUse())
+		case "split":
+			memInUse()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Printf("%s%d %d %d\n", splitPrefix, ms.HeapInuse, ms.StackInuse, runtime.NumGoroutine())
 		case "stats":
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			fmt.Printf("%s%d\n", statsPrefix, ms.Mallocs)
 		}
 	}
+}
+
+// writeHeapProfile writes the heap profile (after a collection) to path.
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // memInUse is the heap and the stacks in use once the garbage is gone.

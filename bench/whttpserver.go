@@ -286,49 +286,83 @@ func wsidleMain(args []string) error {
 	fs := flag.NewFlagSet("wsidle", flag.ContinueOnError)
 	n := fs.Int("n", 10000, "idle WebSocket connections")
 	reps := fs.Int("reps", 2, "measurements per server")
+	prof := fs.String("heapprofile", "", "a directory where each child writes a heap profile with the connections open (KIND.pprof, the last rep's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	servers := []string{"ws-weft", "ws-nethttp"}
-	per := map[string][]float64{}
-	rss := map[string][]float64{}
-	fmt.Printf("bench wsidle: %d gorilla/websocket clients in this process, each connected to a chat-like server child (a reader and a writer per connection: tasks under whttp, goroutines under net/http), then idle; growth of the child's heap and stacks in use (after GC), and of its RSS, per connection\n", *n)
+	res := map[string][]wsIdleMem{}
+	fmt.Printf("bench wsidle: %d gorilla/websocket clients in this process, each connected to a chat-like server child (a reader and a writer per connection: tasks under whttp, goroutines under net/http), then idle; growth of the child's heap in use and stacks in use (after GC), and of its RSS, per connection\n", *n)
 	for rep := range *reps {
 		for _, kind := range servers {
-			b, r, err := wsIdleOnce(kind, *n)
+			path := ""
+			if *prof != "" && rep == *reps-1 {
+				path = filepath.Join(*prof, kind+".pprof")
+			}
+			m, err := wsIdleOnce(kind, *n, path)
 			if err != nil {
 				return fmt.Errorf("%s: %w", kind, err)
 			}
-			per[kind] = append(per[kind], b)
-			rss[kind] = append(rss[kind], r)
-			fmt.Fprintf(os.Stderr, "rep %d/%d  %-10s %.0f B/conn heap+stacks, %.0f B/conn RSS\n", rep+1, *reps, kind, b, r)
+			res[kind] = append(res[kind], m)
+			fmt.Fprintf(os.Stderr, "rep %d/%d  %-10s %.0f B/conn heap, %.0f B/conn stacks, %.0f B/conn RSS, %.2f goroutines/conn\n", rep+1, *reps, kind, m.heap, m.stacks, m.rss, m.goroutines)
 		}
 	}
 	fmt.Println()
-	fmt.Println("| server | heap+stacks per connection (median) | min..max | RSS per connection (median) | min..max |")
+	fmt.Println("| server | heap per connection | stacks | heap+stacks | RSS |")
 	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
-	for _, kind := range servers {
-		fmt.Printf("| %s | %.0f B | %.0f..%.0f | %.0f B | %.0f..%.0f |\n", kind, median(per[kind]), slices.Min(per[kind]), slices.Max(per[kind]),
-			median(rss[kind]), slices.Min(rss[kind]), slices.Max(rss[kind]))
+	col := func(ms []wsIdleMem, f func(wsIdleMem) float64) string {
+		v := make([]float64, len(ms))
+		for i, m := range ms {
+			v[i] = f(m)
+		}
+		return fmt.Sprintf("%.0f B (%.0f..%.0f)", median(v), slices.Min(v), slices.Max(v))
 	}
+	for _, kind := range servers {
+		ms := res[kind]
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", kind,
+			col(ms, func(m wsIdleMem) float64 { return m.heap }),
+			col(ms, func(m wsIdleMem) float64 { return m.stacks }),
+			col(ms, func(m wsIdleMem) float64 { return m.heap + m.stacks }),
+			col(ms, func(m wsIdleMem) float64 { return m.rss }))
+	}
+	fmt.Println("(median of the reps, min..max)")
 	return nil
 }
 
+// wsIdleMem is a child's growth per idle connection.
+type wsIdleMem struct{ heap, stacks, rss, goroutines float64 }
+
+// split asks a child for its heap in use, its stacks in use
+// and its goroutines (coroutines included).
+func (c *child) split() (heap, stacks, goroutines float64, err error) {
+	v, err := c.ask("split", splitPrefix)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var h, s, g uint64
+	if _, err := fmt.Sscan(v, &h, &s, &g); err != nil {
+		return 0, 0, 0, err
+	}
+	return float64(h), float64(s), float64(g), nil
+}
+
 // wsIdleOnce connects n clients to a fresh child and returns the child's
-// growth per connection: heap and stacks in use, and RSS.
-func wsIdleOnce(kind string, n int) (float64, float64, error) {
+// growth per connection; with a profile path, the child writes its heap
+// profile there with the connections open.
+func wsIdleOnce(kind string, n int, profile string) (wsIdleMem, error) {
+	var m wsIdleMem
 	ch, err := startWhttp25Child(pinning{}, kind, "")
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	defer ch.kill()
-	before, err := ch.mem()
+	h0, s0, g0, err := ch.split()
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	rss0, err := procRSS(ch.cmd.Process.Pid)
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	conns := make([]*websocket.Conn, 0, n)
 	defer func() {
@@ -340,29 +374,39 @@ func wsIdleOnce(kind string, n int) (float64, float64, error) {
 	for i := range n {
 		c, _, err := d.Dial("ws://"+ch.addr+"/ws", nil)
 		if err != nil {
-			return 0, 0, fmt.Errorf("connection %d: %w", i, err)
+			return m, fmt.Errorf("connection %d: %w", i, err)
 		}
 		conns = append(conns, c)
 		if i%1000 == 0 { // each works: one message there and back
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if err := c.WriteMessage(websocket.TextMessage, []byte("hi")); err != nil {
-				return 0, 0, err
+				return m, err
 			}
-			if _, m, err := c.ReadMessage(); err != nil || string(m) != "hi" {
-				return 0, 0, fmt.Errorf("echo: %q, %v", m, err)
+			if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "hi" {
+				return m, fmt.Errorf("echo: %q, %v", msg, err)
 			}
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	after, err := ch.mem()
+	h1, s1, g1, err := ch.split()
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	rss1, err := procRSS(ch.cmd.Process.Pid)
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
-	return (float64(after) - float64(before)) / float64(n), (float64(rss1) - float64(rss0)) / float64(n), nil
+	if profile != "" {
+		v, err := ch.ask("prof "+profile, profPrefix)
+		if err != nil {
+			return m, err
+		}
+		if v != "<nil>" {
+			return m, fmt.Errorf("heap profile: %s", v)
+		}
+	}
+	f := float64(n)
+	return wsIdleMem{heap: (h1 - h0) / f, stacks: (s1 - s0) / f, rss: (float64(rss1) - float64(rss0)) / f, goroutines: (g1 - g0) / f}, nil
 }
 
 // procRSS reads a process's resident set (VmRSS) in bytes.

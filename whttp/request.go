@@ -26,13 +26,27 @@ import (
 )
 
 // serveRequest reads one request and answers it. It reports whether the
-// connection may carry another.
+// connection may carry another. The reading is a call of its own, whose
+// frame (the parsed head's) is gone while the handler runs: a handler's
+// task, a WebSocket's reader for one, waits under fewer bytes of stack
+// (DESIGN.md, A task's stack).
 func (c *conn) serveRequest(t *weft.Task) bool {
+	req, body, expect, refused, keep := c.readRequest(t)
+	if refused {
+		return keep
+	}
+	return c.respond(t, req, body, expect)
+}
+
+// readRequest reads and parses one request head into the connection's
+// request state. When the head is refused it reports refused, and keep
+// is refuse's answer: whether the connection may carry another.
+func (c *conn) readRequest(t *weft.Task) (req *http.Request, body *reqBody, expect string, refused, keep bool) {
 	s := c.sv.s
 	st := c.st
 	head, herr := c.readHead()
 	if herr != nil {
-		return c.refuse(herr)
+		return nil, nil, "", true, c.refuse(herr)
 	}
 	// The header is read: the read deadline is now ReadTimeout's alone.
 	if d := s.ReadTimeout; d > 0 {
@@ -48,12 +62,12 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 	hdr := st.header()
 	h, herr := parseHead(head, hdr, &st.alloc, s.maxHeaderBytes())
 	if herr != nil {
-		return c.refuse(herr)
+		return nil, nil, "", true, c.refuse(herr)
 	}
-	req := st.request()
+	req = st.request()
 	u, err := parseTarget(st.urlFor(), h.method, h.target)
 	if err != nil {
-		return c.refuse(badHead("invalid request target: " + err.Error()))
+		return nil, nil, "", true, c.refuse(badHead("invalid request target: " + err.Error()))
 	}
 	req.Method = h.method
 	req.URL = u
@@ -78,7 +92,6 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 		req.Close = h.connClose
 	}
 	// Framing (RFC 9112 section 6).
-	var body *reqBody
 	switch {
 	case h.tes > 0 && h.minor == 0:
 		// Faulty framing in HTTP/1.0 (section 6.1): the body is what
@@ -100,7 +113,7 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 		if h.trailer {
 			tr, herr := declaredTrailer(hdr)
 			if herr != nil {
-				return c.refuse(herr)
+				return nil, nil, "", true, c.refuse(herr)
 			}
 			req.Trailer = tr
 		}
@@ -115,7 +128,7 @@ func (c *conn) serveRequest(t *weft.Task) bool {
 	} else {
 		req.Body = http.NoBody
 	}
-	return c.respond(t, req, body, h.expect)
+	return req, body, h.expect, false, false
 }
 
 // fixedBody returns the body of a request framed by Content-Length n (-1:

@@ -121,13 +121,14 @@ func memoryInFreshProcess(kind string) (float64, error) {
 
 // Memory is `bench memory weft|go`: it prints to w the bytes of heap and
 // stack per suspended task (weft: in Sleep; weft-await: in Await;
+// weft-chan: in Chan.Recv;
 // weft-conn: in Conn.Read, its connection included), per bare iter.Pull
 // coroutine (coro), or per goroutine blocked on a channel (go), measured in this process with benchmarks.MemTasks of them. Run it
 // in a fresh process, as Core does: the runtime reuses the records of
 // goroutines that ended. It returns an error for any other argument.
 func Memory(w io.Writer, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("bench memory: want weft, weft-await, weft-conn, coro or go")
+		return fmt.Errorf("bench memory: want weft, weft-await, weft-chan, weft-conn, coro or go")
 	}
 	var bytes float64
 	switch args[0] {
@@ -135,6 +136,8 @@ func Memory(w io.Writer, args []string) error {
 		bytes = benchmarks.SleepingTaskBytes()
 	case "weft-await":
 		bytes = awaitingTaskBytes()
+	case "weft-chan":
+		bytes = chanRecvTaskBytes()
 	case "weft-conn":
 		var err error
 		if bytes, err = connReadTaskBytes(); err != nil {
@@ -145,7 +148,7 @@ func Memory(w io.Writer, args []string) error {
 	case "go":
 		bytes = benchmarks.ParkedGoroutineBytes()
 	default:
-		return fmt.Errorf("bench memory: want weft, weft-await, weft-conn, coro or go, not %q", args[0])
+		return fmt.Errorf("bench memory: want weft, weft-await, weft-chan, weft-conn, coro or go, not %q", args[0])
 	}
 	fmt.Fprintf(w, "%.0f\n", bytes)
 	return nil

@@ -44,6 +44,24 @@ func awaitingTaskBytes() float64 {
 	return perTask
 }
 
+// chanRecvTaskBytes is the heap and stack per task while MemTasks tasks
+// wait in Chan.Recv on one empty channel.
+func chanRecvTaskBytes() float64 {
+	var perTask float64
+	before := heapAndStacks()
+	weft.Run(func(t *weft.Task) (struct{}, error) {
+		ch := weft.NewChan[[]byte](0)
+		for range benchmarks.MemTasks {
+			weft.Go(t, func(t *weft.Task) ([]byte, error) { return ch.Recv(t) })
+		}
+		t.Yield() // each task parks
+		perTask = float64(heapAndStacks()-before) / benchmarks.MemTasks
+		ch.Close()
+		return struct{}{}, nil
+	}, weft.WithVirtualTime(time.Unix(0, 0)), weft.WithWatchdog(0))
+	return perTask
+}
+
 // connBuf is the buffer every reader shares: nothing arrives, and the
 // measure is of the task and its connection, not of a buffer.
 var connBuf [64]byte

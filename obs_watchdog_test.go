@@ -186,7 +186,33 @@ func TestWithWatchdogNegativePanics(t *testing.T) {
 // is reported once it has held the loop over two samples, with the advice
 // to use Blocking; the same function is reported once however often it
 // does it, and computing for as long is not reported.
+// The early report rests on the CPU the process used while the loop was
+// held (a blocking call uses none): on a loaded machine a sample can miss
+// a short read, or the episode can look undecided, so a run without the
+// report is tried again, up to three times. A report of the wrong task, or
+// more than one, fails at once.
 func TestWatchdogReportsAShortBlockingCallEarly(t *testing.T) {
+	for attempt := 1; ; attempt++ {
+		s, early := shortBlockingCallRun(t)
+		if early == 1 {
+			for _, want := range []string{"task=querier", `cause="` + blockingCause, "weft.Blocking"} {
+				if !strings.Contains(s, want) {
+					t.Errorf("the report has no %q", want)
+				}
+			}
+			return
+		}
+		if early > 1 || attempt == 3 {
+			t.Fatalf("%d early reports, want 1: the querier's blocking read, once (attempt %d)", early, attempt)
+		}
+		t.Logf("attempt %d: no early report (a loaded machine); again", attempt)
+	}
+}
+
+// shortBlockingCallRun runs a task that makes blocking reads of 60 ms
+// each beside a task that computes for 60 ms, and returns the watchdog's
+// log and its count of early reports (all of them the querier's).
+func shortBlockingCallRun(t *testing.T) (string, int) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -269,14 +295,7 @@ func TestWatchdogReportsAShortBlockingCallEarly(t *testing.T) {
 			t.Errorf("an early report of another task than the querier: %s", line)
 		}
 	}
-	if early != 1 {
-		t.Fatalf("%d early reports, want 1: the querier's blocking read, once", early)
-	}
-	for _, want := range []string{"task=querier", `cause="` + blockingCause, "weft.Blocking"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("the report has no %q", want)
-		}
-	}
+	return s, early
 }
 
 // A watchdog report costs what the one stack it shows costs, whatever the

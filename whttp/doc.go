@@ -20,6 +20,10 @@
 //	})}
 //	err := srv.Serve(t, ln) // until t is cancelled: then a graceful stop
 //
+// As with net/http, Server.ListenAndServe and ListenAndServeTLS listen on
+// Server.Addr themselves, ServeTLS serves HTTPS from certificate files, and
+// the package's ListenAndServe(t, addr, handler) is the one-line server.
+//
 // The client (Client.Do, Get) dials with weft.Dial, speaks TLS through
 // crypto/tls on Conn.LoopConn, keeps idle connections per host for reuse,
 // and follows redirects as net/http's client does. Every wait suspends the
@@ -191,7 +195,8 @@
 // # Coming from net/http
 //
 // A net/http program usually moves to whttp by wrapping its handler:
-// Server{Handler: whttp.Adapt(mux)} and srv.Serve(t, ln) in a weft.Run.
+// Server{Handler: whttp.Adapt(mux)} and srv.Serve(t, ln) (or
+// srv.ListenAndServe(t)) in a weft.Run.
 // What to know:
 //
 //   - Runs unchanged under Adapt, in the connection's task: http.ServeMux

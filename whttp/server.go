@@ -43,6 +43,11 @@ const DefaultDrainTimeout = 10 * time.Second
 // starts each connection; do not change them while it serves. The zero
 // value serves http.DefaultServeMux, as net/http's Server does.
 type Server struct {
+	// Addr is the TCP address ListenAndServe and ListenAndServeTLS listen
+	// on, as net/http's is: "" means ":http" (":https" for TLS). Serve
+	// does not read it.
+	Addr string
+
 	// Handler answers requests; nil means Adapt(http.DefaultServeMux).
 	Handler Handler
 
@@ -207,6 +212,11 @@ func (sv *serving) snapshot() []*conn {
 // the tasks of their handlers that still run are cancelled, so that Serve
 // can return (see the package doc, Hijacking).
 func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
+	return s.serve(t, ln, s.TLSConfig)
+}
+
+// serve is Serve with the TLS configuration to use (nil: plain HTTP).
+func (s *Server) serve(t *weft.Task, ln *weft.Listener, tlsConfig *tls.Config) error {
 	if ln == nil {
 		panic("whttp: Serve called with a nil listener")
 	}
@@ -237,10 +247,10 @@ func (s *Server) Serve(t *weft.Task, ln *weft.Listener) error {
 	if sv.log == nil {
 		sv.log = slog.Default()
 	}
-	if s.TLSConfig != nil {
-		sv.tls = serverTLSConfig(s.TLSConfig)
+	if tlsConfig != nil {
+		sv.tls = serverTLSConfig(tlsConfig)
 		if http1, h2, _ := s.protocols(); h2 {
-			sv.tls.NextProtos = h2NextProtos(s.TLSConfig.NextProtos, http1)
+			sv.tls.NextProtos = h2NextProtos(tlsConfig.NextProtos, http1)
 		}
 	}
 	var lnErr error

@@ -216,4 +216,3 @@ func TestServeTLSWithMissingFilesFailsAndClosesTheListener(t *testing.T) {
 		return nil
 	})
 }
-

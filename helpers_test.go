@@ -9,6 +9,7 @@ package weft_test
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -265,4 +266,50 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// netListen listens with net on a free loopback port.
+func netListen(b testing.TB) net.Listener {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ln
+}
+
+// serveNet serves ln with net's model, handle on a goroutine per
+// connection, and returns ln's address and a stop function that closes
+// ln and every connection and waits for the goroutines.
+func serveNet(b testing.TB, ln net.Listener, handle func(c net.Conn)) (string, func()) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
 }

@@ -305,40 +305,7 @@ func TestGoConnKeepsTheRunAliveWhileAGoroutineWaits(t *testing.T) {
 // netEcho starts net's echo server (a goroutine per connection) and
 // returns its address and a stop function.
 func netEcho(b testing.TB) (string, func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var conns []net.Conn
-	var mu sync.Mutex
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String(), func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}
+	return serveNet(b, netListen(b), func(c net.Conn) { io.Copy(c, c) })
 }
 
 // goConnTo dials addr from a Run in the background and returns the
@@ -407,48 +374,17 @@ func BenchmarkGoConnRoundTrip(b *testing.B) {
 // netStream starts a net server that sends endlessly to each connection
 // (source) or reads and drops all it gets (sink).
 func netStream(b testing.TB, source bool) (string, func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if source {
-					buf := make([]byte, 64<<10)
-					for {
-						if _, err := c.Write(buf); err != nil {
-							return
-						}
-					}
+	return serveNet(b, netListen(b), func(c net.Conn) {
+		if source {
+			buf := make([]byte, 64<<10)
+			for {
+				if _, err := c.Write(buf); err != nil {
+					return
 				}
-				io.Copy(io.Discard, c)
-			}()
+			}
 		}
-	}()
-	return ln.Addr().String(), func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}
+		io.Copy(io.Discard, c)
+	})
 }
 
 // Writes of 16 KiB to a sink, and reads of up to 16 KiB from a source,

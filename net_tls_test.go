@@ -930,44 +930,13 @@ func TestTLSConnRefusesAConfigWithRenegotiation(t *testing.T) {
 // that either echoes what it reads or discards it, and returns its
 // address and a stop function.
 func tlsSink(b testing.TB, srv *tls.Config, echo bool) (string, func()) {
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", srv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if echo {
-					io.Copy(c, c)
-				} else {
-					io.Copy(io.Discard, c)
-				}
-			}()
+	return serveNet(b, tls.NewListener(netListen(b), srv), func(c net.Conn) {
+		if echo {
+			io.Copy(c, c)
+		} else {
+			io.Copy(io.Discard, c)
 		}
-	}()
-	return ln.Addr().String(), func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}
+	})
 }
 
 // runB is run for benchmarks (without the watchdog, whose reports of a

@@ -26,27 +26,11 @@ import (
 // 101 itself when manual, else through WriteHeader.
 func lineEcho(manual bool) whttp.Handler {
 	return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
-		if !manual {
-			w.Header().Set("Upgrade", "lines")
-			w.Header().Set("Connection", "Upgrade")
-			w.WriteHeader(http.StatusSwitchingProtocols)
-		}
-		nc, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			http.Error(w, err.Error(), 500)
+		nc, brw := upgradeLines(w, manual)
+		if nc == nil {
 			return
 		}
 		defer nc.Close()
-		if _, err := w.Write([]byte("x")); err != http.ErrHijacked {
-			panic(fmt.Sprintf("Write after Hijack: %v", err))
-		}
-		if _, _, err := w.(http.Hijacker).Hijack(); err != http.ErrHijacked {
-			panic(fmt.Sprintf("second Hijack: %v", err))
-		}
-		if manual {
-			io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: lines\r\nConnection: Upgrade\r\n\r\n")
-		}
-		fmt.Fprintf(nc, "buffered %d\n", brw.Reader.Buffered())
 		lines := weft.NewChan[string](16)
 		writer := weft.Go(t, func(t *weft.Task) (struct{}, error) {
 			for {
@@ -73,32 +57,51 @@ func lineEcho(manual bool) whttp.Handler {
 	})
 }
 
+// upgradeLines switches the connection of w to the lines protocol: it
+// writes the 101 through WriteHeader (or, when manual, itself after the
+// Hijack), checks that the hijacked writer refuses more, and tells the
+// client how many bytes the handed-over reader held. It returns a nil
+// conn, having answered 500, if the Hijack fails.
+func upgradeLines(w http.ResponseWriter, manual bool) (net.Conn, *bufio.ReadWriter) {
+	if !manual {
+		w.Header().Set("Upgrade", "lines")
+		w.Header().Set("Connection", "Upgrade")
+		w.WriteHeader(http.StatusSwitchingProtocols)
+	}
+	nc, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return nil, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			nc.Close()
+			panic(r)
+		}
+	}()
+	if _, err := w.Write([]byte("x")); err != http.ErrHijacked {
+		panic(fmt.Sprintf("Write after Hijack: %v", err))
+	}
+	if _, _, err := w.(http.Hijacker).Hijack(); err != http.ErrHijacked {
+		panic(fmt.Sprintf("second Hijack: %v", err))
+	}
+	if manual {
+		io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: lines\r\nConnection: Upgrade\r\n\r\n")
+	}
+	fmt.Fprintf(nc, "buffered %d\n", brw.Reader.Buffered())
+	return nc, brw
+}
+
 // lineEchoGo is lineEcho for a standard handler run by Blocking, on
 // goroutines: the handler's goroutine reads the lines and a goroutine of
 // its own writes them back (the pumps of gorilla/websocket's examples).
 func lineEchoGo(manual bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !manual {
-			w.Header().Set("Upgrade", "lines")
-			w.Header().Set("Connection", "Upgrade")
-			w.WriteHeader(http.StatusSwitchingProtocols)
-		}
-		nc, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			http.Error(w, err.Error(), 500)
+		nc, brw := upgradeLines(w, manual)
+		if nc == nil {
 			return
 		}
 		defer nc.Close()
-		if _, err := w.Write([]byte("x")); err != http.ErrHijacked {
-			panic(fmt.Sprintf("Write after Hijack: %v", err))
-		}
-		if _, _, err := w.(http.Hijacker).Hijack(); err != http.ErrHijacked {
-			panic(fmt.Sprintf("second Hijack: %v", err))
-		}
-		if manual {
-			io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: lines\r\nConnection: Upgrade\r\n\r\n")
-		}
-		fmt.Fprintf(nc, "buffered %d\n", brw.Reader.Buffered())
 		lines := make(chan string, 16)
 		done := make(chan struct{})
 		go func() {

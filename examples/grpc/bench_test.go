@@ -89,31 +89,37 @@ func BenchmarkUnary(b *testing.B) {
 	})
 }
 
+// receiveCount asks the Count service for n messages on cc and receives
+// them all.
+func receiveCount(b *testing.B, cc *grpc.ClientConn, n int) {
+	st, err := cc.NewStream(context.Background(), countDesc, CountProcedure)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.SendMsg(&CountRequest{N: n})
+	st.CloseSend()
+	got := 0
+	for {
+		var m CountResponse
+		if err := st.RecvMsg(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		got++
+	}
+	if got != n {
+		b.Fatalf("%d messages, want %d", got, n)
+	}
+}
+
 // BenchmarkServerStream receives a stream of 100k small messages; ns/op
 // is per message.
 func BenchmarkServerStream(b *testing.B) {
 	benchServers(b, func(b *testing.B, cc *grpc.ClientConn) {
 		const n = 100_000
 		for b.Loop() {
-			st, err := cc.NewStream(context.Background(), countDesc, CountProcedure)
-			if err != nil {
-				b.Fatal(err)
-			}
-			st.SendMsg(&CountRequest{N: n})
-			st.CloseSend()
-			got := 0
-			for {
-				var m CountResponse
-				if err := st.RecvMsg(&m); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				got++
-			}
-			if got != n {
-				b.Fatalf("%d messages", got)
-			}
+			receiveCount(b, cc, n)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
 	})

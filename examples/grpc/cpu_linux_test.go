@@ -226,25 +226,7 @@ func BenchmarkServerCPUServerStream(b *testing.B) {
 	const n = 100_000
 	benchServerProcesses(b, "msg", func(b *testing.B, cc *grpc.ClientConn, warm bool) int {
 		stream := func() {
-			st, err := cc.NewStream(context.Background(), countDesc, CountProcedure)
-			if err != nil {
-				b.Fatal(err)
-			}
-			st.SendMsg(&CountRequest{N: n})
-			st.CloseSend()
-			got := 0
-			for {
-				var m CountResponse
-				if err := st.RecvMsg(&m); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				got++
-			}
-			if got != n {
-				b.Fatalf("%d messages", got)
-			}
+			receiveCount(b, cc, n)
 		}
 		if warm {
 			stream()

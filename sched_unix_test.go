@@ -3,7 +3,6 @@
 package weft_test
 
 import (
-	"io"
 	"net"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/weft-go/weft"
 	"github.com/weft-go/weft/internal/echo"
+	"github.com/weft-go/weft/internal/polite"
 )
 
 // Fairness between connections without a Checkpoint in user code: two
@@ -79,12 +79,12 @@ func greedyClients(t *testing.T, opts ...weft.Option) (alone, busy []time.Durati
 		go func() {
 			defer ln.Close()
 			done <- func() error {
-				probe, err := dialBlocking(ln.Addr().(*net.TCPAddr))
+				fd, err := polite.Dial(ln.Addr().(*net.TCPAddr))
 				if err != nil {
 					return err
 				}
-				defer syscall.Close(probe)
-				if alone, err = roundTrips(probe, rounds); err != nil {
+				defer syscall.Close(fd)
+				if alone, err = polite.RoundTrips(fd, rounds); err != nil {
 					return err
 				}
 				var wg sync.WaitGroup
@@ -127,7 +127,7 @@ func greedyClients(t *testing.T, opts ...weft.Option) (alone, busy []time.Durati
 				for got.Load() < 1<<20 { // the stream is under way
 					time.Sleep(time.Millisecond)
 				}
-				busy, err = roundTrips(probe, rounds)
+				busy, err = polite.RoundTrips(fd, rounds)
 				close(stop)
 				wg.Wait()
 				for _, c := range greedy {
@@ -144,50 +144,4 @@ func greedyClients(t *testing.T, opts ...weft.Option) (alone, busy []time.Durati
 		}
 	}, opts...)
 	return alone, busy, got.Load()
-}
-
-// roundTrips makes n round trips of 64 bytes on the blocking socket fd,
-// 200 µs apart.
-func roundTrips(fd int, n int) ([]time.Duration, error) {
-	msg := make([]byte, 64)
-	var rtts []time.Duration
-	for i := 0; i < n; i++ {
-		time.Sleep(200 * time.Microsecond)
-		start := time.Now()
-		if _, err := syscall.Write(fd, msg); err != nil {
-			return nil, err
-		}
-		for got := 0; got < len(msg); {
-			m, err := syscall.Read(fd, msg[got:])
-			if err != nil {
-				return nil, err
-			}
-			if m == 0 {
-				return nil, io.ErrUnexpectedEOF
-			}
-			got += m
-		}
-		rtts = append(rtts, time.Since(start))
-	}
-	return rtts, nil
-}
-
-// dialBlocking connects a blocking TCP socket to a (IPv4) and returns its
-// descriptor. The probe's round trips use it rather than a net.Conn: a
-// goroutine that waits in Go's netpoller beside busy processors is seen
-// only when Go's scheduler next polls, up to 10 ms later, which would
-// measure Go's scheduler rather than weft's; one blocked in read(2) wakes
-// with its thread.
-func dialBlocking(a *net.TCPAddr) (int, error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		return -1, err
-	}
-	sa := &syscall.SockaddrInet4{Port: a.Port}
-	copy(sa.Addr[:], a.IP.To4())
-	if err := syscall.Connect(fd, sa); err != nil {
-		syscall.Close(fd)
-		return -1, err
-	}
-	return fd, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/weft-go/weft"
 	"github.com/weft-go/weft/internal/cliflag"
 	"github.com/weft-go/weft/internal/echo"
+	"github.com/weft-go/weft/internal/polite"
 )
 
 // GreedyClientMode is the subcommand that runs `bench greedy`'s clients
@@ -194,13 +195,13 @@ func GreedyClient(w io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	probe, err := dialBlocking(a)
+	pfd, err := polite.Dial(a)
 	if err != nil {
 		return err
 	}
-	defer syscall.Close(probe)
+	defer syscall.Close(pfd)
 	var r greedyReport
-	if r.Alone, err = politeRounds(probe, rounds); err != nil {
+	if r.Alone, err = politeRounds(pfd, rounds); err != nil {
 		return err
 	}
 	var got atomic.Int64
@@ -240,7 +241,7 @@ func GreedyClient(w io.Writer, args []string) error {
 		time.Sleep(time.Millisecond)
 	}
 	from, start := got.Load(), time.Now()
-	r.Busy, err = politeRounds(probe, rounds)
+	r.Busy, err = politeRounds(pfd, rounds)
 	r.BusyNS, r.Bytes = int64(time.Since(start)), got.Load()-from
 	cancel()
 	wg.Wait()
@@ -250,46 +251,17 @@ func GreedyClient(w io.Writer, args []string) error {
 	return json.NewEncoder(w).Encode(r)
 }
 
-// politeRounds makes n round trips of 64 bytes on the blocking socket fd,
-// 200 µs apart, and returns them sorted.
+// politeRounds makes n round trips of the probe on fd and returns them
+// sorted, in ns.
 func politeRounds(fd, n int) ([]int64, error) {
-	msg := make([]byte, 64)
-	var rtts []int64
-	for i := 0; i < n; i++ {
-		time.Sleep(200 * time.Microsecond)
-		start := time.Now()
-		if _, err := syscall.Write(fd, msg); err != nil {
-			return nil, err
-		}
-		for got := 0; got < len(msg); {
-			m, err := syscall.Read(fd, msg[got:])
-			if err != nil {
-				return nil, err
-			}
-			if m == 0 {
-				return nil, io.ErrUnexpectedEOF
-			}
-			got += m
-		}
-		rtts = append(rtts, int64(time.Since(start)))
-	}
-	slices.Sort(rtts)
-	return rtts, nil
-}
-
-// dialBlocking connects a blocking TCP socket to a (IPv4): the polite
-// client waits in read(2) on its thread, not in Go's netpoller, which a
-// process with busy processors polls only every so often.
-func dialBlocking(a *net.TCPAddr) (int, error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	rtts, err := polite.RoundTrips(fd, n)
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
-	sa := &syscall.SockaddrInet4{Port: a.Port}
-	copy(sa.Addr[:], a.IP.To4())
-	if err := syscall.Connect(fd, sa); err != nil {
-		syscall.Close(fd)
-		return -1, err
+	ns := make([]int64, len(rtts))
+	for i, d := range rtts {
+		ns[i] = int64(d)
 	}
-	return fd, nil
+	slices.Sort(ns)
+	return ns, nil
 }

@@ -454,4 +454,3 @@ func checkFDs(t *testing.T, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-

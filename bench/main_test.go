@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == serveMode {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == respServeMode {
+		os.Exit(respChildMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == whttpServeMode {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -27,7 +27,7 @@ type Store struct {
 // shard is one part of the keyspace and its lock (one of the two, as the
 // Store says), padded to keep neighbours off its cache line.
 type shard struct {
-	m   map[string][]byte
+	m   map[string]*value
 	wmu weft.Mutex
 	smu sync.Mutex
 	_   [32]byte
@@ -42,10 +42,15 @@ func NewNetStore() *Store { return newStore(false) }
 func newStore(w bool) *Store {
 	s := &Store{weft: w}
 	for i := range s.shards {
-		s.shards[i].m = make(map[string][]byte)
+		s.shards[i].m = make(map[string]*value)
 	}
 	return s
 }
+
+// value is a key's value, behind a pointer so that a SET of a present
+// key changes it in place (no map assignment, which would allocate the
+// key's string again).
+type value struct{ b []byte }
 
 // session is one connection's access to a Store: its task, for a weft
 // Store's locks (nil for a net Store).
@@ -104,7 +109,7 @@ func (s session) get(out, key []byte) ([]byte, error) {
 	}
 	v, ok := sh.m[string(key)]
 	if ok {
-		out = appendBulk(out, v)
+		out = appendBulk(out, v.b)
 	} else {
 		out = appendNull(out)
 	}
@@ -119,11 +124,10 @@ func (s session) set(key, v []byte) error {
 	if err != nil {
 		return err
 	}
-	old, ok := sh.m[string(key)]
-	if ok && cap(old) >= len(v) {
-		sh.m[string(key)] = append(old[:0], v...)
+	if old, ok := sh.m[string(key)]; ok {
+		old.b = append(old.b[:0], v...)
 	} else {
-		sh.m[string(key)] = append([]byte(nil), v...)
+		sh.m[string(key)] = &value{b: append([]byte(nil), v...)}
 	}
 	s.unlock(sh)
 	return nil
@@ -154,15 +158,20 @@ func (s session) incr(key []byte, delta int64) (v int64, ok bool, err error) {
 	defer s.unlock(sh)
 	old, found := sh.m[string(key)]
 	if found {
-		if v, err = strconv.ParseInt(string(old), 10, 64); err != nil {
+		if v, err = strconv.ParseInt(string(old.b), 10, 64); err != nil {
 			return 0, false, nil
 		}
+	} else {
+		old = &value{}
 	}
 	if (delta > 0 && v > v+delta) || (delta < 0 && v < v+delta) {
 		return 0, false, nil
 	}
 	v += delta
-	sh.m[string(key)] = strconv.AppendInt(old[:0], v, 10)
+	old.b = strconv.AppendInt(old.b[:0], v, 10)
+	if !found {
+		sh.m[string(key)] = old
+	}
 	return v, true, nil
 }
 

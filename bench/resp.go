@@ -10,7 +10,7 @@ package main
 //
 //	go run . resp                                    # weft@epoll, weft@uring, net
 //	go run . resp -servers weft@epoll,weft-2loops@epoll,net -reps 3 -markdown
-//	go run . resp -strace -n 100000                  # system calls per request
+//	go run . resp -perf                               # system calls per request
 
 import (
 	"bufio"
@@ -68,6 +68,7 @@ type respOptions struct {
 	n         int // requests per unpipelined run
 	np        int // requests per pipelined run
 	strace    bool
+	perf      bool
 	markdown  bool
 	serverCPU int
 	loadCPU   int
@@ -82,7 +83,7 @@ type respRun struct {
 	cpuFrac  float64          // server CPU-seconds per second of the run
 	sysShare float64          // kernel share of the server's CPU
 	allocs   float64          // server heap allocations per request
-	calls    map[string]int64 // system calls in the run (with -strace)
+	calls    map[string]int64 // system calls in the run (with -strace or -perf)
 	requests int64
 }
 
@@ -102,6 +103,7 @@ func respMain(args []string) int {
 	fs.IntVar(&o.n, "n", 300000, "requests per unpipelined run (redis-benchmark -n)")
 	fs.IntVar(&o.np, "np", 0, "requests per pipelined run (default 8 x -n)")
 	fs.BoolVar(&o.strace, "strace", false, "count the server's system calls with strace -c -f over each run (slows the server: its rates mean nothing)")
+	fs.BoolVar(&o.perf, "perf", false, "count the server's system calls by kind, all of them and its context switches with perf stat over each run")
 	fs.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	fs.IntVar(&o.serverCPU, "server-cpu", 0, "the CPU the server is pinned to")
 	fs.IntVar(&o.loadCPU, "load-cpu", 1, "the CPU redis-benchmark is pinned to")
@@ -116,6 +118,10 @@ func respMain(args []string) int {
 	}
 	if o.np == 0 {
 		o.np = 8 * o.n
+	}
+	if o.strace && o.perf {
+		fmt.Fprintln(os.Stderr, "bench resp: -strace or -perf, not both")
+		return 2
 	}
 	if o.reps < 1 || o.n < 1 || o.np < 1 || o.serverCPU == o.loadCPU || o.serverCPU < 0 || o.loadCPU < 0 {
 		fmt.Fprintln(os.Stderr, "bench resp: -reps, -n and -np must be positive, and -server-cpu and -load-cpu two different CPUs")
@@ -244,8 +250,14 @@ func benchChild(ctx context.Context, o respOptions, ch *child, c respCase) (resp
 		return respRun{}, err
 	}
 	var st *straceRun
-	if o.strace {
+	var pf *perfRun
+	switch {
+	case o.strace:
 		if st, err = startStrace(ch.cmd.Process.Pid); err != nil {
+			return respRun{}, err
+		}
+	case o.perf:
+		if pf, err = startPerf(ch.cmd.Process.Pid); err != nil {
 			return respRun{}, err
 		}
 	}
@@ -259,12 +271,15 @@ func benchChild(ctx context.Context, o respOptions, ch *child, c respCase) (resp
 	out, berr := bench.Output()
 	elapsed := time.Since(start)
 	var calls map[string]int64
-	if st != nil {
-		var serr error
+	var serr error
+	switch {
+	case st != nil:
 		calls, serr = st.stop()
-		if berr == nil {
-			berr = serr
-		}
+	case pf != nil:
+		calls, serr = pf.stop()
+	}
+	if berr == nil {
+		berr = serr
 	}
 	u1, err := ch.usage()
 	if berr != nil {
@@ -372,8 +387,11 @@ func printRespHeader(w io.Writer, o respOptions) {
 // printResp prints one row per case and server.
 func printResp(w io.Writer, o respOptions, res []*respResult) {
 	header := []string{"case", "server", "req/s (median)", "min..max", "req per server CPU-s (median)", "min..max", "vs net (per rep)", "CPU", "sys", "allocs/req"}
-	if o.strace {
-		header = append(header, "calls per request")
+	switch {
+	case o.strace:
+		header = append(header, "calls per request (strace -c -f)")
+	case o.perf:
+		header = append(header, "per request (perf stat: all system calls, context switches, calls by kind)")
 	}
 	var rows [][]string
 	for _, r := range res {
@@ -388,7 +406,7 @@ func printResp(w io.Writer, o respOptions, res []*respResult) {
 			fmt.Sprintf("%.0f%%", 100*medianOf(rcol(r.runs, func(m respRun) float64 { return m.sysShare }))),
 			formatAllocs(medianOf(rcol(r.runs, func(m respRun) float64 { return m.allocs }))),
 		}
-		if o.strace {
+		if o.strace || o.perf {
 			sum := map[string]int64{}
 			var reqs int64
 			for _, m := range r.runs {

@@ -82,3 +82,24 @@ func TestResp(t *testing.T) {
 	}
 	t.Logf("%s\n%s", progress.String(), out.String())
 }
+
+// TestParsePerfStat reads perf stat -x, output.
+func TestParsePerfStat(t *testing.T) {
+	out := `# started on Sun Dec  6 07:30:00 2026
+
+402115,,raw_syscalls:sys_enter,3001234567,100.00,,
+1200,,context-switches,3001234567,100.00,,
+200111,,syscalls:sys_enter_read,3001234567,100.00,,
+<not counted>,,syscalls:sys_enter_epoll_pwait2,0,0.00,,
+`
+	c, err := parsePerfStat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[perfAll] != 402115 || c[perfSwitches] != 1200 || c["read"] != 200111 || len(c) != 3 {
+		t.Errorf("%v", c)
+	}
+	if _, err := parsePerfStat("1,,context-switches,1,100.00,,\n"); err == nil {
+		t.Error("no error without the system call total")
+	}
+}

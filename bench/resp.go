@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -479,6 +480,21 @@ func respChildMain(args []string) int {
 		return 2
 	}
 	kind, addr := args[0], args[1]
+	// BENCH_CPUPROFILE=path profiles the child (one measurement: -reps 1,
+	// one server, one case).
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench resp-serve %s: %v\n", kind, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "bench resp-serve %s: %v\n", kind, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go answerCommands(cancel)

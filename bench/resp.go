@@ -75,6 +75,7 @@ type respOptions struct {
 	loadCPU   int
 	timeout   time.Duration // bound on one redis-benchmark run
 	bin       string        // redis-benchmark
+	base      string        // the -base binary, for base: servers
 }
 
 // respRun is one measurement.
@@ -98,7 +99,8 @@ type respResult struct {
 func respMain(args []string) int {
 	fs := flag.NewFlagSet("bench resp", flag.ContinueOnError)
 	var o respOptions
-	servers := fs.String("servers", "weft@epoll,weft@uring,net", "servers, KIND[@BACKEND][+VAR=VALUE...] (KIND weft, weft-2loops, net; BACKEND sets WEFT_BACKEND: epoll, uring)")
+	servers := fs.String("servers", "weft@epoll,weft@uring,net", "servers, [base:]KIND[@BACKEND][+VAR=VALUE...] (KIND weft, weft-2loops, net; BACKEND sets WEFT_BACKEND: epoll, uring; base: runs the -base binary's server)")
+	fs.StringVar(&o.base, "base", "", "a bench binary built at another weft commit, for base: servers")
 	cases := fs.String("cases", "", "cases TEST:CLIENTS:PIPELINE, comma-separated (default SET and GET at 50 clients -P 1 and -P 16, and at 1000 clients -P 1)")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of every case and server, interleaved")
 	fs.IntVar(&o.n, "n", 300000, "requests per unpipelined run (redis-benchmark -n)")
@@ -131,8 +133,12 @@ func respMain(args []string) int {
 	for s := range strings.SplitSeq(*servers, ",") {
 		s = strings.TrimSpace(s)
 		kind, _, base := splitSpec(s)
-		if !slices.Contains(respKinds, kind) || base {
+		if !slices.Contains(respKinds, kind) {
 			fmt.Fprintf(os.Stderr, "bench resp: unknown server %q (have %s)\n", s, strings.Join(respKinds, ", "))
+			return 2
+		}
+		if base && o.base == "" {
+			fmt.Fprintf(os.Stderr, "bench resp: %s needs -base\n", s)
 			return 2
 		}
 		o.servers = append(o.servers, s)
@@ -209,10 +215,13 @@ func runResp(ctx context.Context, o respOptions, progress io.Writer) ([]*respRes
 // measureResp starts a server child, runs redis-benchmark against it once
 // and stops the child.
 func measureResp(ctx context.Context, o respOptions, spec string, c respCase) (respRun, error) {
-	kind, backend, _ := splitSpec(spec)
+	kind, backend, base := splitSpec(spec)
 	exe, err := os.Executable()
 	if err != nil {
 		return respRun{}, err
+	}
+	if base {
+		exe = o.base
 	}
 	cmd := exec.Command("taskset", "-c", strconv.Itoa(o.serverCPU), exe, respServeMode, kind, "127.0.0.1:0")
 	cmd.Env = os.Environ()

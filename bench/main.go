@@ -136,8 +136,8 @@ servers, each in a process of its own under the same load:
   resp             a Redis-protocol key-value server on weft and with a
                    goroutine per connection under redis-benchmark (Debian's
                    redis-tools), pinned: requests per server CPU-second
-                   (flags: -servers -cases -reps -n -np -strace -markdown
-                   -server-cpu -load-cpu)
+                   (flags: -servers -cases -reps -n -np -perf -strace
+                   -markdown -base -server-cpu -load-cpu)
   pinned           echo servers pinned to one CPU, the load on another: CPU per
                    request and, with -strace, system calls per request (flags:
                    -duration -warmup -reps -servers -conns -strace -base

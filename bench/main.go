@@ -53,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return h2Main(args[1:])
 	case "pinned":
 		return pinnedMain(args[1:])
+	case "resp":
+		return respMain(args[1:])
+	case respServeMode:
+		return respChildMain(args[1:])
 	case "idle":
 		return idleMain(args[1:])
 	case "convoy":
@@ -129,6 +133,11 @@ servers, each in a process of its own under the same load:
                    connections: echo servers (weft, net, gnet, nbio) or,
                    with -http, HTTP keep-alive (whttp, net/http, fasthttp,
                    nbhttp) (flags: -servers -conns -reps -http -markdown)
+  resp             a Redis-protocol key-value server on weft and with a
+                   goroutine per connection under redis-benchmark (Debian's
+                   redis-tools), pinned: requests per server CPU-second
+                   (flags: -servers -cases -reps -n -np -perf -strace
+                   -markdown -base -server-cpu -load-cpu)
   pinned           echo servers pinned to one CPU, the load on another: CPU per
                    request and, with -strace, system calls per request (flags:
                    -duration -warmup -reps -servers -conns -strace -base
@@ -157,6 +166,8 @@ CPU-bound work beside the loop:
 
 started by the subcommands above, not by hand:
   serve KIND ADDR  a server child of echo, http and pinned
+  resp-serve KIND ADDR
+                   a RESP server child of resp
   whttp-serve KIND ADDR [DIR]
                    a server child of sendfile, wsidle and h2idle
   convoy-client ADDR CONNS WARMUP DURATION

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == serveMode {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == respServeMode {
+		os.Exit(respChildMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == whttpServeMode {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
@@ -216,7 +219,7 @@ func TestSubcommands(t *testing.T) {
 	if code := run([]string{"help"}, &out, &errOut); code != 0 {
 		t.Fatalf("help: exit %d", code)
 	}
-	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "h2", "idle", "pinned", "convoy", "greedy", "sha256", "hangup", "sendfile", "wsidle", "h2idle", serveMode, whttpServeMode, cpubound.ClientMode, cpubound.GreedyClientMode, "help"} {
+	for _, sub := range []string{"core", "sync", "memory", "echo", "http", "h2", "idle", "pinned", "resp", respServeMode, "convoy", "greedy", "sha256", "hangup", "sendfile", "wsidle", "h2idle", serveMode, whttpServeMode, cpubound.ClientMode, cpubound.GreedyClientMode, "help"} {
 		if !strings.Contains(out.String(), "\n  "+sub+" ") {
 			t.Errorf("the usage lacks %q:\n%s", sub, out.String())
 		}

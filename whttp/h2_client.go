@@ -1069,11 +1069,12 @@ func h2TrailerFields(tr http.Header) ([]hpack.HeaderField, error) {
 // another Run, a read panics with a "weft:" message. One Read at a time;
 // Close may come from another task while a Read waits, and ends it.
 type h2ClientBody struct {
-	cc      *h2ClientConn
-	s       *h2ClientStream
-	reading bool  // cc.mu: a Read is under way
-	done    bool  // cc.mu: closed, or ended
-	err     error // cc.mu: what reads return once done
+	cc       *h2ClientConn
+	s        *h2ClientStream
+	deadline time.Time // Client.Timeout's, on the loop's clock; zero: none
+	reading  bool      // cc.mu: a Read is under way
+	done     bool      // cc.mu: closed, or ended
+	err      error     // cc.mu: what reads return once done
 }
 
 var errH2BodyClosed = errors.New("whttp: read on a closed response body")
@@ -1120,9 +1121,18 @@ func (b *h2ClientBody) read(t *weft.Task, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if err := cc.await(t, s, func() bool { return len(s.in) > 0 || s.inEOF || s.err != nil }); err != nil {
-		// The reading task was cancelled, or the connection ended: the
-		// stream is given up.
+	wait := func(t *weft.Task) (struct{}, error) {
+		return struct{}{}, cc.await(t, s, func() bool { return len(s.in) > 0 || s.inEOF || s.err != nil })
+	}
+	var err error
+	if b.deadline.IsZero() {
+		_, err = wait(t)
+	} else if _, err = weft.Timeout(t, b.deadline.Sub(t.Now()), wait); errors.Is(err, weft.ErrTimeout) {
+		err = &timeoutError{err: err, msg: "whttp: http2: Client.Timeout exceeded while reading body"}
+	}
+	if err != nil {
+		// The reading task was cancelled, Client.Timeout passed, or the
+		// connection ended: the stream is given up.
 		err = cc.streamErr(s, err)
 		b.finish(t, err)
 		return 0, err
@@ -1239,6 +1249,11 @@ func (c *Client) roundTripH2(t *weft.Task, key poolKey, host string, req *http.R
 			resp, err = weft.Timeout(t, deadline.Sub(t.Now()), f)
 			if errors.Is(err, weft.ErrTimeout) {
 				err = &timeoutError{err: err, msg: "whttp: http2: Client.Timeout exceeded while awaiting headers"}
+			}
+		}
+		if err == nil {
+			if b, ok := resp.Body.(*h2ClientBody); ok {
+				b.deadline = deadline
 			}
 		}
 		var np *h2NotProcessed

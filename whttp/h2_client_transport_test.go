@@ -1090,3 +1090,45 @@ func TestClientH2FallsBackToHTTP1ByALPN(t *testing.T) {
 		t.Errorf("%d connections, want 1 (the TLS connection made for h2 serves HTTP/1.1)", n)
 	}
 }
+
+// Client.Timeout bounds the reading of an HTTP/2 body too: a stalled
+// body fails with an error whose Timeout method reports true, and its
+// stream is reset.
+func TestClientH2TimeoutWhileReadingBody(t *testing.T) {
+	reset := make(chan http2.ErrCode, 1)
+	srv := startRawH2(t, func(sc *rawH2Conn, n int) {
+		f := sc.request()
+		if f == nil {
+			return
+		}
+		sc.headers(f.StreamID, false, ":status", "200")
+		sc.fr.WriteData(f.StreamID, false, []byte("stall"))
+		for {
+			switch g := sc.next().(type) {
+			case nil:
+				return
+			case *http2.RSTStreamFrame:
+				reset <- g.ErrCode
+				return
+			}
+		}
+	})
+	client := weftH2cClient()
+	client.Timeout = 200 * time.Millisecond
+	run(t, func(wt *weft.Task) error {
+		resp, err := client.Get(wt, srv.url("/stall"))
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var ne net.Error
+		if string(b) != "stall" || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("a stalled body: %q, %v: want a timeout", b, err)
+		}
+		if code, ok := recvWithin(wt, reset, 10*time.Second); !ok || code != http2.ErrCodeCancel {
+			t.Errorf("the stream was not reset with CANCEL (%v, %v)", code, ok)
+		}
+		return nil
+	})
+}

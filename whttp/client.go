@@ -74,8 +74,9 @@ type Client struct {
 	// when the server chooses h2, HTTP/1.1 otherwise; http:// URLs get
 	// HTTP/1.1. Not nil: over TLS, HTTP2 offers "h2" and HTTP1
 	// "http/1.1" (HTTP1 alone: HTTP/1.1 only; HTTP2 alone: a server that
-	// does not choose h2 is an error); UnencryptedHTTP2 makes http://
-	// URLs speak HTTP/2 with prior knowledge (h2c), with no fallback.
+	// does not choose h2 is an error); UnencryptedHTTP2 without HTTP1
+	// makes http:// URLs speak HTTP/2 with prior knowledge (h2c), with no
+	// fallback (with HTTP1 too they get HTTP/1.1, as with net/http).
 	//
 	// Over HTTP/2 the requests of every task of a Run to one host share
 	// one connection, each on a stream of its own. Past the server's

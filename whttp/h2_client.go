@@ -1217,13 +1217,14 @@ func (b *h2ClientBody) Close() error {
 
 // wantH2 reports whether the client speaks HTTP/2 to URLs of scheme:
 // over TLS by default (offered by ALPN), over cleartext only when
-// Protocols asks for it.
+// Protocols has UnencryptedHTTP2 and not HTTP1 (net/http's Transport's
+// rule: with both, nothing says which the server speaks).
 func (c *Client) wantH2(scheme string) bool {
 	p := c.Protocols
 	if scheme == "https" {
 		return p == nil || p.HTTP2()
 	}
-	return p != nil && p.UnencryptedHTTP2()
+	return p != nil && p.UnencryptedHTTP2() && !p.HTTP1()
 }
 
 // roundTripH2 sends req over HTTP/2 if the server speaks it: on the

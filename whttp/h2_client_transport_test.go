@@ -1132,3 +1132,33 @@ func TestClientH2TimeoutWhileReadingBody(t *testing.T) {
 		return nil
 	})
 }
+
+// As with net/http's Transport, http:// URLs speak h2c only when
+// Protocols has UnencryptedHTTP2 without HTTP1; with both, HTTP/1.1.
+func TestClientH2cOnlyWithoutHTTP1(t *testing.T) {
+	both := new(http.Protocols)
+	both.SetHTTP1(true)
+	both.SetUnencryptedHTTP2(true)
+	ws := startServer(t, &whttp.Server{Protocols: both, Handler: whttp.HandlerFunc(func(wt *weft.Task, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto)
+	})})
+	run(t, func(wt *weft.Task) error {
+		for _, c := range []struct {
+			client *whttp.Client
+			want   string
+		}{
+			{&whttp.Client{Protocols: both}, "HTTP/1.1"},
+			{&whttp.Client{}, "HTTP/1.1"},
+			{weftH2cClient(), "HTTP/2.0"},
+		} {
+			resp, err := c.client.Get(wt, ws.url("/"))
+			if err != nil {
+				return err
+			}
+			if got := bodyOf(t, resp); got != c.want {
+				t.Errorf("%v: %q, want %q", c.client.Protocols, got, c.want)
+			}
+		}
+		return nil
+	})
+}

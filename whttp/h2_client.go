@@ -747,6 +747,9 @@ func (cc *h2ClientConn) roundTrip(t *weft.Task, req *http.Request) (*http.Respon
 		} else if err != nil {
 			cc.mu.Lock()
 			answered := s.resp != nil && err == s.err // the server answered and reset the stream
+			if np, ok := s.err.(*h2NotProcessed); ok {
+				err = np // (a write may have failed first, as the connection closed)
+			}
 			cc.mu.Unlock()
 			cc.reset(t, s, err)
 			if !answered {

@@ -832,7 +832,8 @@ func TestClientH2GoAwayRetriesUnprocessedRequests(t *testing.T) {
 			sc.fr.WriteGoAway(ids[0], http2.ErrCodeNo, nil)
 			sc.headers(ids[0], false, ":status", "200")
 			sc.fr.WriteData(ids[0], true, []byte(fmt.Sprintf("conn%d", n)))
-			sc.next() // until the client closes
+			for sc.next() != nil { // until the client closes
+			}
 			return
 		}
 		for {
@@ -1000,7 +1001,7 @@ func TestClientH2ServerDiesMidBody(t *testing.T) {
 		}
 		second := weft.Go(wt, func(wt *weft.Task) (*http.Response, error) { return client.Get(wt, srv.url("/header")) })
 		b, err := first.Await(wt)
-		if err == nil || b != "some" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		if err == nil || b != "some" || !strings.Contains(err.Error(), "connection lost") {
 			t.Errorf("the body cut short: %q, %v", b, err)
 		}
 		if resp, err := second.Await(wt); err == nil {

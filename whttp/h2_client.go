@@ -5,11 +5,15 @@ package whttp
 //
 // There is no task per connection (a Run ends when its tasks do, and a
 // pooled connection must not keep it alive): the tasks that use the
-// connection share its two jobs. Writing is a turn under a weft.Mutex
-// (wmu), held to encode a header block (the HPACK encoder's state follows
-// the bytes on the wire) and write a batch of frames; the write itself is
-// shielded from cancellation (Task.Protect), since a frame cut in two
-// would end the connection for every stream.
+// connection share its two jobs. Writing is a turn (writing, under mu,
+// with a queue of Events), held to encode a header block (the HPACK
+// encoder's state follows the bytes on the wire) and write a batch of
+// frames; the write itself is shielded from cancellation (Task.Protect),
+// since a frame cut in two would end the connection for every stream.
+// The reader never waits for that turn: the frames it owes (SETTINGS and
+// PING acknowledgements, WINDOW_UPDATE, RST_STREAM) are left to the
+// turn's holder, which writes them before it lets go, so a writer stuck
+// on a full socket never stops the reading that may unstick it.
 //
 // Reading is a turn too, but not a lock: a task that waits for something
 // of its stream (a response header, body bytes, window, a stream slot)
@@ -63,7 +67,6 @@ type h2ClientConn struct {
 	wbuf   bufferW
 	enc    *hpack.Encoder
 	hbuf   bufferW
-	wmu    weft.Mutex // the writer's turn
 
 	mu          sync.Mutex
 	streams     map[uint32]*h2ClientStream // mu: streams open
@@ -79,6 +82,9 @@ type h2ClientConn struct {
 	readFor     *h2ClientStream            // mu: the stream the reader waits for, if any
 	kicked      bool                       // mu: the read deadline was set in the past to wake the reader
 	waiters     []*h2Waiter                // mu: tasks parked until their wait is over
+	writing     bool                       // mu: a task has the writer's turn
+	wwait       []*weft.Event              // mu: tasks waiting for the writer's turn, first first
+	ctl         []func()                   // mu: frames the reader left for the writer's turn
 	idleSince   time.Time                  // mu: when the last stream ended (real time)
 }
 
@@ -243,7 +249,7 @@ func (cc *h2ClientConn) readFrame() (http2.Frame, error) {
 }
 
 // flush writes what the framer put in wbuf, shielded from t's
-// cancellation (a frame cut short would end the connection); wmu held,
+// cancellation (a frame cut short would end the connection); the writer's turn held,
 // or nobody else knows cc yet. A failure ends the connection.
 func (cc *h2ClientConn) flush(t *weft.Task) error {
 	err := t.Protect(func(*weft.Task) error {
@@ -264,14 +270,93 @@ func (cc *h2ClientConn) flush(t *weft.Task) error {
 	return err
 }
 
+// lockW takes the writer's turn for t: a cancellation point.
+func (cc *h2ClientConn) lockW(t *weft.Task) error {
+	cc.mu.Lock()
+	if !cc.writing {
+		cc.writing = true
+		cc.mu.Unlock()
+		return nil
+	}
+	ev := new(weft.Event)
+	cc.wwait = append(cc.wwait, ev)
+	cc.mu.Unlock()
+	if err := ev.Wait(t); err != nil {
+		cc.mu.Lock()
+		for i, x := range cc.wwait {
+			if x == ev {
+				cc.wwait = append(cc.wwait[:i], cc.wwait[i+1:]...)
+				break
+			}
+		}
+		handed := ev.IsSet()
+		cc.mu.Unlock()
+		if handed {
+			cc.unlockW(t) // the turn came as the cancellation did: pass it on
+		}
+		return err
+	}
+	return nil // handed the turn
+}
+
+// unlockW gives up the writer's turn, first writing the frames the reader
+// left; it hands the turn to the next waiting task, if any.
+func (cc *h2ClientConn) unlockW(t *weft.Task) {
+	for {
+		cc.mu.Lock()
+		if len(cc.ctl) > 0 && !cc.closed {
+			fs := cc.ctl
+			cc.ctl = nil
+			cc.mu.Unlock()
+			for _, f := range fs {
+				f()
+			}
+			cc.flush(t) // a failure fails the connection
+			continue
+		}
+		cc.ctl = nil
+		if len(cc.wwait) > 0 {
+			ev := cc.wwait[0]
+			cc.wwait = append(cc.wwait[:0], cc.wwait[1:]...)
+			ev.Set() // the turn passes on: writing stays true
+		} else {
+			cc.writing = false
+		}
+		cc.mu.Unlock()
+		return
+	}
+}
+
+// writeCtl writes f's frames (control frames, no header block) now if
+// the writer's turn is free, or leaves them to its holder: it never waits
+// for the turn.
+func (cc *h2ClientConn) writeCtl(t *weft.Task, f func()) error {
+	cc.mu.Lock()
+	if cc.closed {
+		cc.mu.Unlock()
+		return cc.deadErr()
+	}
+	if cc.writing {
+		cc.ctl = append(cc.ctl, f)
+		cc.mu.Unlock()
+		return nil
+	}
+	cc.writing = true
+	cc.mu.Unlock()
+	f()
+	err := cc.flush(t)
+	cc.unlockW(t)
+	return err
+}
+
 // write runs f (which writes frames with cc.fr) in the writer's turn and
 // sends them. Waiting for the turn is a cancellation point; the write is
 // not.
 func (cc *h2ClientConn) write(t *weft.Task, f func()) error {
-	if err := cc.wmu.Lock(t); err != nil {
+	if err := cc.lockW(t); err != nil {
 		return err
 	}
-	defer cc.wmu.Unlock()
+	defer cc.unlockW(t)
 	cc.mu.Lock()
 	closed := cc.closed
 	cc.mu.Unlock()
@@ -428,7 +513,7 @@ func (cc *h2ClientConn) readUntil(t *weft.Task, cond func() bool) error {
 					cc.wakeLocked()
 				}
 				cc.mu.Unlock()
-				if err := cc.write(t, func() { cc.fr.WriteRSTStream(se.StreamID, se.Code) }); err != nil {
+				if err := cc.writeCtl(t, func() { cc.fr.WriteRSTStream(se.StreamID, se.Code) }); err != nil {
 					return err
 				}
 			default:
@@ -467,6 +552,7 @@ func (cc *h2ClientConn) handle(t *weft.Task, f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		if !f.IsAck() {
+			table := int64(-1)
 			f.ForeachSetting(func(s http2.Setting) error {
 				switch s.ID {
 				case http2.SettingInitialWindowSize:
@@ -480,11 +566,18 @@ func (cc *h2ClientConn) handle(t *weft.Task, f http2.Frame) error {
 				case http2.SettingMaxConcurrentStreams:
 					cc.maxStreams = s.Val
 				case http2.SettingHeaderTableSize:
-					cc.enc.SetMaxDynamicTableSize(min(s.Val, 4096))
+					table = int64(min(s.Val, 4096))
 				}
 				return nil
 			})
-			reply = func() { cc.fr.WriteSettingsAck() }
+			reply = func() {
+				// The encoder is the writer's turn's: its new table
+				// size applies from the header block after the ACK.
+				if table >= 0 {
+					cc.enc.SetMaxDynamicTableSize(uint32(table))
+				}
+				cc.fr.WriteSettingsAck()
+			}
 		}
 	case *http2.PingFrame:
 		if !f.IsAck() {
@@ -576,7 +669,7 @@ func (cc *h2ClientConn) handle(t *weft.Task, f http2.Frame) error {
 		return cc.deadErr()
 	}
 	if reply != nil {
-		if err := cc.write(t, reply); err != nil {
+		if err := cc.writeCtl(t, reply); err != nil {
 			return err
 		}
 	}
@@ -713,14 +806,14 @@ func (cc *h2ClientConn) roundTrip(t *weft.Task, req *http.Request) (*http.Respon
 	if err := cc.await(t, nil, func() bool { return cc.dead != nil || uint32(len(cc.streams)) < cc.maxStreams }); err != nil {
 		return nil, cc.notSent(err)
 	}
-	if err := cc.wmu.Lock(t); err != nil {
+	if err := cc.lockW(t); err != nil {
 		return nil, err
 	}
 	cc.mu.Lock()
 	if cc.dead != nil || uint32(len(cc.streams)) >= cc.maxStreams {
 		dead := cc.dead
 		cc.mu.Unlock()
-		cc.wmu.Unlock()
+		cc.unlockW(t)
 		if dead != nil {
 			return nil, cc.notSent(dead)
 		}
@@ -734,7 +827,7 @@ func (cc *h2ClientConn) roundTrip(t *weft.Task, req *http.Request) (*http.Respon
 	cc.mu.Unlock()
 	cc.writeHeaders(s.id, fields, !hasBody, maxFrm)
 	err = cc.flush(t)
-	cc.wmu.Unlock()
+	cc.unlockW(t)
 	if err != nil {
 		return nil, err
 	}
@@ -808,7 +901,7 @@ func (cc *h2ClientConn) streamErr(s *h2ClientStream, err error) error {
 }
 
 // writeHeaders encodes fields and writes them as HEADERS and
-// CONTINUATION frames of at most maxFrm; wmu held.
+// CONTINUATION frames of at most maxFrm; the writer's turn held.
 func (cc *h2ClientConn) writeHeaders(id uint32, fields []hpack.HeaderField, endStream bool, maxFrm int) {
 	cc.hbuf.Reset()
 	for _, f := range fields {
@@ -911,7 +1004,7 @@ func (cc *h2ClientConn) sendBody(t *weft.Task, s *h2ClientStream, req *http.Requ
 		}
 		if end {
 			// The trailer: a HEADERS frame that ends the stream.
-			if err := cc.wmu.Lock(t); err != nil {
+			if err := cc.lockW(t); err != nil {
 				return err
 			}
 			cc.mu.Lock()
@@ -922,7 +1015,7 @@ func (cc *h2ClientConn) sendBody(t *weft.Task, s *h2ClientStream, req *http.Requ
 				cc.writeHeaders(s.id, trailer, true, maxFrm)
 				serr = cc.flush(t)
 			}
-			cc.wmu.Unlock()
+			cc.unlockW(t)
 			if serr != nil {
 				return serr
 			}
@@ -1165,7 +1258,7 @@ func (b *h2ClientBody) read(t *weft.Task, p []byte) (int, error) {
 	cc.mu.Unlock()
 	if upd > 0 {
 		id := s.id
-		cc.write(t, func() { cc.fr.WriteWindowUpdate(id, upd) }) // a failure fails the stream
+		cc.writeCtl(t, func() { cc.fr.WriteWindowUpdate(id, upd) }) // a failure fails the connection
 	}
 	if n > 0 {
 		return n, nil

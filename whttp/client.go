@@ -83,8 +83,9 @@ type Client struct {
 	// SETTINGS_MAX_CONCURRENT_STREAMS, further requests wait for a stream
 	// to end (they open no second connection). A request the server did
 	// not process (past a GOAWAY's last stream, or REFUSED_STREAM) is sent
-	// again on a new connection if it has no body or a GetBody, as
-	// net/http does; other failures are Do's error. A connection that
+	// again, up to 5 tries, if it has no body or a GetBody, as net/http
+	// does (after a GOAWAY on a new connection); other failures are Do's
+	// error. A connection that
 	// fails fails every stream on it and leaves the pool; one the server
 	// sent GOAWAY on takes no new streams and closes after its last.
 	// Idle HTTP/2 connections follow IdleConnTimeout and

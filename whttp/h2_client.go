@@ -1327,9 +1327,10 @@ func (c *Client) wantH2(scheme string) bool {
 // host's connection, or a new one. done false: the server does not speak
 // HTTP/2 (TLS's ALPN chose something else); use HTTP/1, on conn if it is
 // not nil (the TLS connection just made). A request the server did not
-// process (past a GOAWAY's last stream, or refused) is sent again on a
-// new connection when it has no body or its body can be had again
-// (GetBody), as net/http does, up to 5 times.
+// process (past a GOAWAY's last stream, or refused) is sent again, on
+// the host's connection if it still takes streams or a new one, when it
+// has no body or its body can be had again (GetBody), as net/http does,
+// up to 5 tries.
 func (c *Client) roundTripH2(t *weft.Task, key poolKey, host string, req *http.Request, deadline time.Time) (resp *http.Response, err error, done bool, conn *clientConn) {
 	for try := 0; ; try++ {
 		cc, conn, err := c.getH2Conn(t, key, host, deadline)

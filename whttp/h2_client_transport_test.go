@@ -1163,3 +1163,100 @@ func TestClientH2cOnlyWithoutHTTP1(t *testing.T) {
 		return nil
 	})
 }
+
+// A stream the server refuses (REFUSED_STREAM: it never processed it) is
+// sent again (on the same connection, which is still good, as net/http
+// does); a request refused on every try fails after a bounded number of
+// them.
+func TestClientH2RetriesRefusedStream(t *testing.T) {
+	var tries atomic.Int32
+	srv := startRawH2(t, func(sc *rawH2Conn, n int) {
+		for {
+			f := sc.request()
+			if f == nil {
+				return
+			}
+			if f.StreamID == 1 || f.PseudoValue("path") == "/always" {
+				if f.PseudoValue("path") == "/always" {
+					tries.Add(1)
+				}
+				sc.fr.WriteRSTStream(f.StreamID, http2.ErrCodeRefusedStream)
+				continue
+			}
+			sc.headers(f.StreamID, false, ":status", "200")
+			sc.fr.WriteData(f.StreamID, true, []byte(fmt.Sprintf("conn%d", n)))
+		}
+	})
+	client := weftH2cClient()
+	run(t, func(wt *weft.Task) error {
+		resp, err := client.Get(wt, srv.url("/once"))
+		if err != nil {
+			return err
+		}
+		if got := bodyOf(t, resp); got != "conn1" {
+			t.Errorf("the refused request answered %q, want conn1", got)
+		}
+		_, err = client.Get(wt, srv.url("/always"))
+		var se http2.StreamError
+		if !errors.As(err, &se) || se.Code != http2.ErrCodeRefusedStream {
+			t.Errorf("a request refused every time: %v", err)
+		}
+		return nil
+	})
+	if n := tries.Load(); n < 2 || n > 8 {
+		t.Errorf("a request refused every time was tried %d times: want a few, bounded", n)
+	}
+	if n := srv.accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
+
+// Close from another task ends a Read that waits for body bytes, and
+// resets the stream; the connection goes on.
+func TestClientH2CloseEndsAWaitingRead(t *testing.T) {
+	reset := make(chan http2.ErrCode, 1)
+	srv := startRawH2(t, func(sc *rawH2Conn, n int) {
+		for {
+			switch f := sc.next().(type) {
+			case nil:
+				return
+			case *http2.RSTStreamFrame:
+				reset <- f.ErrCode
+			case *http2.MetaHeadersFrame:
+				sc.headers(f.StreamID, false, ":status", "200")
+				if f.PseudoValue("path") == "/ok" {
+					sc.fr.WriteData(f.StreamID, true, []byte("ok"))
+				}
+			}
+		}
+	})
+	client := weftH2cClient()
+	run(t, func(wt *weft.Task) error {
+		resp, err := client.Get(wt, srv.url("/hang"))
+		if err != nil {
+			return err
+		}
+		reader := weft.Go(wt, func(wt *weft.Task) ([]byte, error) { return io.ReadAll(resp.Body) })
+		if err := wt.Sleep(20 * time.Millisecond); err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if _, err := reader.Await(wt); err == nil || !strings.Contains(err.Error(), "closed response body") {
+			t.Errorf("the waiting Read: %v, want the closed body's error", err)
+		}
+		if code, ok := recvWithin(wt, reset, 10*time.Second); !ok || code != http2.ErrCodeCancel {
+			t.Errorf("the stream was not reset with CANCEL (%v, %v)", code, ok)
+		}
+		resp, err = client.Get(wt, srv.url("/ok"))
+		if err != nil {
+			return err
+		}
+		if got := bodyOf(t, resp); got != "ok" {
+			t.Errorf("after the Close: %q", got)
+		}
+		return nil
+	})
+	if n := srv.accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}

@@ -161,8 +161,14 @@ func (c *Client) Post(t *weft.Task, url, contentType string, body io.Reader) (*h
 // (RST_STREAM CANCEL) and the connection goes on, as does a request whose
 // Do is cancelled.
 //
-// A request body is sent as it is read, within HTTP/2's flow control;
-// if reading it fails, the stream is reset and Do returns that error.
+// A request body is read and sent by the task that calls Do (so a body
+// that only that task may read, such as a whttp handler's r.Body being
+// relayed, works), within HTTP/2's flow control, before Do returns: a
+// response that comes meanwhile is kept, and the rest of the body is not
+// sent once the server has answered in full; there is no full-duplex
+// exchange (reading the response while the body is still being sent).
+// If reading the body fails, the stream is reset and Do returns that
+// error.
 // req.Trailer is sent after the body (over HTTP/2, as a trailing HEADERS
 // frame), read once the body has returned io.EOF. The response's
 // trailer is in resp.Trailer once its body has been read to the end.

@@ -1098,19 +1098,19 @@ func TestClientH2FallsBackToHTTP1ByALPN(t *testing.T) {
 func TestClientH2TimeoutWhileReadingBody(t *testing.T) {
 	reset := make(chan http2.ErrCode, 1)
 	srv := startRawH2(t, func(sc *rawH2Conn, n int) {
-		f := sc.request()
-		if f == nil {
-			return
-		}
-		sc.headers(f.StreamID, false, ":status", "200")
-		sc.fr.WriteData(f.StreamID, false, []byte("stall"))
 		for {
-			switch g := sc.next().(type) {
+			switch f := sc.next().(type) {
 			case nil:
 				return
 			case *http2.RSTStreamFrame:
-				reset <- g.ErrCode
-				return
+				reset <- f.ErrCode
+			case *http2.MetaHeadersFrame:
+				sc.headers(f.StreamID, false, ":status", "200")
+				if f.PseudoValue("path") == "/ok" {
+					sc.fr.WriteData(f.StreamID, true, []byte("ok"))
+				} else {
+					sc.fr.WriteData(f.StreamID, false, []byte("stall"))
+				}
 			}
 		}
 	})
@@ -1130,8 +1130,19 @@ func TestClientH2TimeoutWhileReadingBody(t *testing.T) {
 		if code, ok := recvWithin(wt, reset, 10*time.Second); !ok || code != http2.ErrCodeCancel {
 			t.Errorf("the stream was not reset with CANCEL (%v, %v)", code, ok)
 		}
+		// The timeout cut the reader's read short: the connection goes on.
+		resp, err = client.Get(wt, srv.url("/ok"))
+		if err != nil {
+			return err
+		}
+		if got := bodyOf(t, resp); got != "ok" {
+			t.Errorf("after the timeout: %q", got)
+		}
 		return nil
 	})
+	if n := srv.accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1: a timeout must not end the connection", n)
+	}
 }
 
 // As with net/http's Transport, http:// URLs speak h2c only when

@@ -26,11 +26,12 @@ const DefaultMaxIdleConnsPerHost = 2
 // when Client.IdleConnTimeout is zero (net/http's DefaultTransport's).
 const DefaultIdleConnTimeout = 90 * time.Second
 
-// Client is an HTTP/1.1 client on weft tasks. Its zero value is ready to
-// use; it may be shared by tasks of several Runs and by goroutines (its
-// pool has a lock), but each connection serves the Run that made it (any
-// of its loops: a task moves to a connection's loop to use it).
-// Set its fields before first use.
+// Client is an HTTP client on weft tasks: HTTP/1.1, and HTTP/2 over TLS
+// when the server chooses it by ALPN (see Protocols). Its zero value is
+// ready to use; it may be shared by tasks of several Runs and by
+// goroutines (its pool has a lock), but each connection serves the Run
+// that made it (any of its loops: a task moves to a connection's loop to
+// use it). Set its fields before first use.
 type Client struct {
 	// Timeout bounds a whole exchange: dialling, every redirect, and the
 	// reading of the response body. Zero: none. It is measured on the
@@ -51,8 +52,8 @@ type Client struct {
 
 	// TLSConfig configures https connections; nil: crypto/tls's defaults,
 	// which verify the server's certificate against the system's roots, as
-	// net/http does. ServerName defaults to the URL's host, and NextProtos
-	// is "http/1.1".
+	// net/http does. ServerName defaults to the URL's host; NextProtos is
+	// set from Protocols ("h2" and "http/1.1" by default).
 	TLSConfig *tls.Config
 
 	// MaxIdleConnsPerHost bounds the idle connections kept per host (and
@@ -67,14 +68,29 @@ type Client struct {
 	// after it.
 	DisableKeepAlives bool
 
-	// Protocols, if not nil, says which protocols the client speaks:
-	// with HTTP2 set, it offers "h2" by ALPN over TLS and speaks HTTP/2
-	// when the server chooses it; with UnencryptedHTTP2 set, it speaks
-	// HTTP/2 with prior knowledge (h2c) to http:// URLs. Nil, or neither
-	// set: HTTP/1.1 only (unlike net/http's Transport, which offers h2 by
-	// default). Over HTTP/2 the requests of every task of a Run to one
-	// host share a connection, each on a stream of its own, and a
-	// response's body must be read by the task that called Do.
+	// Protocols says which protocols the client speaks, as net/http's
+	// Transport.Protocols does. Nil: HTTP/1.1, and HTTP/2 over TLS — an
+	// https request offers "h2" and "http/1.1" by ALPN and speaks HTTP/2
+	// when the server chooses h2, HTTP/1.1 otherwise; http:// URLs get
+	// HTTP/1.1. Not nil: over TLS, HTTP2 offers "h2" and HTTP1
+	// "http/1.1" (HTTP1 alone: HTTP/1.1 only; HTTP2 alone: a server that
+	// does not choose h2 is an error); UnencryptedHTTP2 without HTTP1
+	// makes http:// URLs speak HTTP/2 with prior knowledge (h2c), with no
+	// fallback (with HTTP1 too they get HTTP/1.1, as with net/http).
+	//
+	// Over HTTP/2 the requests of every task of a Run to one host share
+	// one connection, each on a stream of its own. Past the server's
+	// SETTINGS_MAX_CONCURRENT_STREAMS, further requests wait for a stream
+	// to end (they open no second connection). A request the server did
+	// not process (past a GOAWAY's last stream, or REFUSED_STREAM) is sent
+	// again, up to 5 tries, if it has no body or a GetBody, as net/http
+	// does (after a GOAWAY on a new connection); other failures are Do's
+	// error. A connection that
+	// fails fails every stream on it and leaves the pool; one the server
+	// sent GOAWAY on takes no new streams and closes after its last.
+	// Idle HTTP/2 connections follow IdleConnTimeout and
+	// CloseIdleConnections as HTTP/1 ones do (MaxIdleConnsPerHost and
+	// DisableKeepAlives are HTTP/1's only).
 	Protocols *http.Protocols
 
 	mu    sync.Mutex
@@ -82,9 +98,10 @@ type Client struct {
 	conns map[*clientConn]struct{}  // guarded by mu: every open connection
 	runs  map[any]struct{}          // guarded by mu: Runs whose end closes their connections
 
-	h2conns map[poolKey]*h2ClientConn // guarded by mu: the HTTP/2 connection of each host
-	noH2    map[poolKey]bool          // guarded by mu: hosts whose ALPN chose HTTP/1
-	h2dial  map[poolKey]*weft.Mutex   // guarded by mu: held by the task dialling a host's HTTP/2 connection
+	h2conns map[poolKey]*h2ClientConn  // guarded by mu: the HTTP/2 connection of each host that takes new streams
+	h2all   map[*h2ClientConn]struct{} // guarded by mu: every open HTTP/2 connection
+	noH2    map[poolKey]bool           // guarded by mu: hosts whose ALPN chose HTTP/1
+	h2dial  map[poolKey]*weft.Mutex    // guarded by mu: held by the task dialling a host's HTTP/2 connection
 }
 
 // DefaultClient is the Client Get uses.
@@ -133,9 +150,30 @@ func (c *Client) Post(t *weft.Task, url, contentType string, body io.Reader) (*h
 // says otherwise.
 //
 // The caller must close the response body. It may be read by any task of
-// t's Run (each read suspends that task), within Timeout; once it is read
-// to the end, or closed after that, the connection goes back to the pool.
-// Closing it before the end closes the connection.
+// t's Run, on any of its loops (each read suspends that task), within
+// Timeout; a read from a goroutine or from a task of another Run panics
+// with a "weft:" message. If req's context ends, Do, and later reads of
+// the body, return its cause; if the task reading the body is cancelled,
+// that read returns the cancellation and the body is done. Over HTTP/1.1,
+// once the body is read to the end, or closed after that, the connection
+// goes back to the pool, and closing it before the end closes the
+// connection; over HTTP/2, closing it before the end resets its stream
+// (RST_STREAM CANCEL) and the connection goes on, as does a request whose
+// Do is cancelled.
+//
+// A request body is read and sent by the task that calls Do (so a body
+// that only that task may read, such as a whttp handler's r.Body being
+// relayed, works), within HTTP/2's flow control, before Do returns: a
+// response that comes meanwhile is kept, and the rest of the body is not
+// sent once the server has answered in full; there is no full-duplex
+// exchange (reading the response while the body is still being sent).
+// If reading the body fails, the stream is reset and Do returns that
+// error.
+// req.Trailer is sent after the body (over HTTP/2, as a trailing HEADERS
+// frame), read once the body has returned io.EOF. The response's
+// trailer is in resp.Trailer once its body has been read to the end.
+// Informational (1xx) responses are skipped. A HEAD response, and one
+// whose header ends the stream, has the body http.NoBody.
 func (c *Client) Do(t *weft.Task, req *http.Request) (*http.Response, error) {
 	if req == nil || req.URL == nil {
 		return nil, errors.New("whttp: Do with a nil request or URL")

@@ -56,13 +56,23 @@ func (c *Client) roundTrip(t *weft.Task, req *http.Request, deadline time.Time) 
 		}
 	}
 	key := poolKey{run: loophook.Key(t), addr: u.Scheme + "://" + net.JoinHostPort(host, port)}
+	var fresh *clientConn // the TLS connection made for HTTP/2 where ALPN chose HTTP/1.1
 	if c.wantH2(u.Scheme) {
-		if resp, err, done := c.roundTripH2(t, key, host, req, deadline); done {
+		resp, err, done, conn := c.roundTripH2(t, key, host, req, deadline)
+		if done {
+			if err != nil && req.Body != nil && req.Body != http.NoBody {
+				req.Body.Close()
+			}
 			return resp, err
 		}
+		fresh = conn
 	}
 	for {
-		cc, err := c.getConn(t, key, host, deadline)
+		cc, err := fresh, error(nil)
+		if cc == nil {
+			cc, err = c.getConn(t, key, host, deadline)
+		}
+		fresh = nil
 		if err != nil {
 			if req.Body != nil {
 				req.Body.Close()
@@ -173,6 +183,15 @@ func (c *Client) getConn(t *weft.Task, key poolKey, host string, deadline time.T
 	return c.dial(t, key, host, deadline)
 }
 
+// adoptConn makes nc, just made over wc (TLS whose ALPN chose HTTP/1.1
+// when HTTP/2 was offered), a connection of the client's HTTP/1 pool.
+func (c *Client) adoptConn(t *weft.Task, key poolKey, wc *weft.Conn, nc net.Conn) *clientConn {
+	cc := &clientConn{client: c, key: key, wc: wc, nc: nc}
+	cc.r.cc = cc
+	c.register(t, cc)
+	return cc
+}
+
 func (c *Client) dial(t *weft.Task, key poolKey, host string, deadline time.Time) (*clientConn, error) {
 	addr := strings.TrimPrefix(strings.TrimPrefix(key.addr, "http://"), "https://")
 	var wc *weft.Conn
@@ -213,6 +232,14 @@ func (c *Client) dial(t *weft.Task, key poolKey, host string, deadline time.Time
 		}
 		cc.nc = tc
 	}
+	c.register(t, cc)
+	return cc, nil
+}
+
+// register gives cc its buffers and makes it one of the client's
+// connections, closed at the end of its Run.
+func (c *Client) register(t *weft.Task, cc *clientConn) {
+	key := cc.key
 	cc.br = bufio.NewReaderSize(&cc.r, 4<<10)
 	cc.bw = bufio.NewWriterSize(cc.nc, 4<<10)
 	c.mu.Lock()
@@ -230,7 +257,6 @@ func (c *Client) dial(t *weft.Task, key poolKey, host string, deadline time.Time
 		run := key.run
 		loophook.AtEnd(t, func() { c.closeRun(run) })
 	}
-	return cc, nil
 }
 
 // closeRun closes every connection of a Run that has ended.

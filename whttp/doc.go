@@ -24,10 +24,13 @@
 // Server.Addr themselves, ServeTLS serves HTTPS from certificate files, and
 // the package's ListenAndServe(t, addr, handler) is the one-line server.
 //
-// The client (Client.Do, Get) dials with weft.Dial, speaks TLS through
-// crypto/tls on Conn.LoopConn, keeps idle connections per host for reuse,
-// and follows redirects as net/http's client does. Every wait suspends the
-// calling task and is a cancellation point.
+// The client (Client.Do, Get) dials with weft.Dial, keeps idle
+// connections per host for reuse, and follows redirects as net/http's
+// client does. Over TLS it offers HTTP/2 and HTTP/1.1 by ALPN, as
+// net/http's Transport does, and speaks HTTP/2 when the server chooses it,
+// multiplexing the requests of every task of a Run on one connection per
+// host (Client.Protocols; h2c with prior knowledge when it asks). Every
+// wait suspends the calling task and is a cancellation point.
 //
 // # Where handlers run
 //
@@ -245,8 +248,8 @@
 // HTTP/1.0 and HTTP/1.1: keep-alive, pipelining, Content-Length and
 // chunked bodies both ways, Expect: 100-continue, HEAD, trailers,
 // http.Flusher, Hijack. The server speaks HTTP/2 too (see HTTP/2), and so
-// does the client when Client.Protocols asks for it. HTTP/3 is out of
-// scope. The client has no
+// does the client (over TLS by default, and over cleartext when
+// Client.Protocols asks for it). HTTP/3 is out of scope. The client has no
 // proxy support and no transparent gzip.
 //
 // # HTTP/2
@@ -289,6 +292,8 @@
 // A handler's Task, and the body and writer of its request, must be used by
 // the connection's task (a read or write from another task or goroutine
 // panics with a "weft:" message); a hijacked connection, by any task of
-// the Run or any goroutine (see Hijacking). A client response body may be read by any task
-// of the Run that called Do (see Client.Do).
+// the Run or any goroutine (see Hijacking). A client response body, HTTP/1.1
+// or HTTP/2, may be read by any task of the Run that called Do, on any of
+// its loops; from elsewhere a read panics with a "weft:" message (see
+// Client.Do).
 package whttp

@@ -61,19 +61,32 @@ func TestNetHTTPClientTalksHTTPSToTheServer(t *testing.T) {
 	}
 }
 
+// By default the client offers h2 and http/1.1 by ALPN, as net/http's
+// Transport does, and the server picks h2; a client whose Protocols has
+// HTTP/1 only offers http/1.1 alone.
 func TestWeftClientTalksHTTPSToTheWeftServer(t *testing.T) {
 	ts, certs := tlsServer(t)
-	client := &whttp.Client{TLSConfig: certs.ClientConfig()}
-	run(t, func(wt *weft.Task) error {
-		resp, err := client.Get(wt, "https://"+ts.addr+"/w")
-		if err != nil {
-			return err
-		}
-		if got := bodyOf(t, resp); got != "GET /w  tls=true alpn=http/1.1" {
-			t.Fatalf("body %q", got)
-		}
-		return nil
-	})
+	http1 := new(http.Protocols)
+	http1.SetHTTP1(true)
+	for _, c := range []struct {
+		protocols *http.Protocols
+		want      string
+	}{
+		{nil, "GET /w  tls=true alpn=h2"},
+		{http1, "GET /w  tls=true alpn=http/1.1"},
+	} {
+		client := &whttp.Client{TLSConfig: certs.ClientConfig(), Protocols: c.protocols}
+		run(t, func(wt *weft.Task) error {
+			resp, err := client.Get(wt, "https://"+ts.addr+"/w")
+			if err != nil {
+				return err
+			}
+			if got := bodyOf(t, resp); got != c.want {
+				t.Fatalf("body %q, want %q", got, c.want)
+			}
+			return nil
+		})
+	}
 }
 
 func TestPlainHTTPToTheHTTPSServerGets400(t *testing.T) {

@@ -15,3 +15,8 @@ var Key func(t any) any
 // of the loop runs any more then; I/O objects of the loop can still be
 // closed.
 var AtEnd func(t any, f func())
+
+// Current returns the *weft.Task whose code runs on the calling goroutine
+// (as an any), or nil outside every task: for values handed from task to
+// task (a response body) that must find who calls them.
+var Current func() any

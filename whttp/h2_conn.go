@@ -55,15 +55,16 @@ type h2Conn struct {
 	// shutdownReq is set by a graceful stop from any goroutine.
 	shutdownReq atomic.Bool
 
-	mu       sync.Mutex
-	streams  map[uint32]*h2Stream // mu: open and half-closed streams
-	maxID    uint32               // mu: the highest stream the peer opened
-	handlers int                  // mu: stream tasks running
-	waiting  []*h2Stream          // mu: streams whose handler waits for a task slot
-	dead     error                // mu: the connection ends: why
-	goAway   bool                 // mu: GOAWAY queued or sent: no new streams
-	ctl      []h2Ctl              // mu: control frames owed to the peer
-	ready    []*h2Stream          // mu: streams with output for the writer
+	mu        sync.Mutex
+	streams   map[uint32]*h2Stream // mu: open and half-closed streams
+	maxID     uint32               // mu: the highest stream the peer opened
+	handlers  int                  // mu: stream tasks running
+	waiting   []*h2Stream          // mu: streams whose handler waits for a task slot
+	dead      error                // mu: the connection ends: why
+	goAway    bool                 // mu: GOAWAY queued or sent: no new streams
+	ctl       []h2Ctl              // mu: control frames owed to the peer
+	ready     []*h2Stream          // mu: streams with output for the writer, from readyHead on
+	readyHead int                  // mu
 	// The peer's settings and the send window.
 	peerInitWin  int32  // mu
 	peerMaxFrame uint32 // mu
@@ -453,14 +454,22 @@ func (h *h2Conn) locked(f func() error) error {
 	h.mu.Lock()
 	err := f()
 	// The writer runs only if there is something for it.
-	wake := len(h.ctl) > 0 || len(h.ready) > 0 || h.goAway || h.dead != nil ||
+	return h.unlockWake(err)
+}
+
+// unlockWake releases mu, wakes the writer if there is something for
+// it, and makes an h2ConnError err the connection's error.
+func (h *h2Conn) unlockWake(err error) error {
+	wake := len(h.ctl) > 0 || len(h.ready) > h.readyHead || h.goAway || h.dead != nil ||
 		h.recvOwed >= int64(h.cfg.connWin)/2
 	h.mu.Unlock()
 	if wake {
 		h.wakeWriter()
 	}
-	var ce h2ConnError
-	if errors.As(err, &ce) {
+	if err == nil {
+		return nil
+	}
+	if ce, ok := err.(h2ConnError); ok {
 		h.cfg.countErr("conn_" + ce.code.String())
 		return h.connError(ce.code, ce.msg)
 	}
@@ -495,11 +504,9 @@ func (h *h2Conn) onFrame(t *weft.Task, f http2.Frame) error {
 	case *http2.DataFrame:
 		return h.locked(func() error { return h.onData(f) })
 	case *http2.MetaHeadersFrame:
-		var start *h2Stream
-		err := h.locked(func() (err error) {
-			start, err = h.onHeaders(t, f)
-			return err
-		})
+		h.mu.Lock()
+		start, err := h.onHeaders(t, f)
+		err = h.unlockWake(err)
 		if start != nil {
 			h.startStream(start)
 		}
@@ -795,6 +802,7 @@ func (h *h2Conn) releaseInLocked(s *h2Stream) {
 func (h *h2Conn) removeLocked(s *h2Stream) {
 	if h.streams[s.id] == s {
 		delete(h.streams, s.id)
+		h.releaseLocked(s)
 	}
 }
 

@@ -120,10 +120,12 @@ func (h *h2Conn) gather() bool {
 		h.ctl = nil
 	}
 	if h.dead != nil {
-		for _, s := range h.ready {
+		for _, s := range h.ready[h.readyHead:] {
 			s.queued = false
+			h.releaseLocked(s)
 		}
-		h.ready = h.ready[:0]
+		clear(h.ready)
+		h.ready, h.readyHead = h.ready[:0], 0
 		return true
 	}
 	// The connection's window: given back once half of it is owed.
@@ -133,17 +135,22 @@ func (h *h2Conn) gather() bool {
 		h.recvOwed = 0
 	}
 	// The streams, one frame each in turn.
-	for len(h.ready) > 0 && h.wbuf.Len() < h2WriteBatch {
-		s := h.ready[0]
-		h.ready = h.ready[1:]
+	for h.readyHead < len(h.ready) && h.wbuf.Len() < h2WriteBatch {
+		s := h.ready[h.readyHead]
+		h.ready[h.readyHead] = nil
+		h.readyHead++
 		if h.writeStream(s) {
 			h.ready = append(h.ready, s)
 		} else {
 			s.queued = false
+			h.releaseLocked(s)
 		}
 	}
-	if len(h.ready) == 0 {
-		h.ready = h.ready[:0:0]
+	if h.readyHead == len(h.ready) {
+		h.ready, h.readyHead = h.ready[:0], 0
+		if cap(h.ready) > 1024 {
+			h.ready = nil
+		}
 	}
 	if h.goAway && len(h.streams) == 0 && h.handlers == 0 && len(h.waiting) == 0 {
 		h.dead = errH2Shutdown

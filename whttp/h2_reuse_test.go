@@ -1,0 +1,153 @@
+package whttp_test
+
+// What an HTTP/2 handler may keep after it returns, and the check that it
+// keeps nothing else (reuse.go, h2_stream.go): the stream's request, URL,
+// header and response header are reused by later streams.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/whttp"
+)
+
+func TestH2WhatAHandlerMayKeepStaysValid(t *testing.T) {
+	type kept struct {
+		ctx  context.Context
+		w    http.ResponseWriter
+		body io.ReadCloser
+	}
+	var first kept
+	_, ts := h2cServer(t, whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/first" {
+			first = kept{ctx: r.Context(), w: w, body: r.Body}
+			if whttp.TaskOf(r) != t || r.Context().Err() != nil {
+				panic("TaskOf or Err wrong during the request")
+			}
+			io.WriteString(w, "first")
+			return
+		}
+		// The second request: the first's objects are done.
+		var problems []string
+		if err := first.ctx.Err(); !errors.Is(err, context.Canceled) {
+			problems = append(problems, "kept context Err: "+errString(err))
+		}
+		select {
+		case <-first.ctx.Done():
+		default:
+			problems = append(problems, "kept context not done")
+		}
+		if cause := context.Cause(first.ctx); !errors.Is(cause, context.Canceled) {
+			problems = append(problems, "kept context's cause: "+errString(cause))
+		}
+		if _, err := first.w.Write([]byte("late")); err == nil {
+			problems = append(problems, "a kept ResponseWriter wrote")
+		}
+		first.w.Header().Set("X-Leak", "1")
+		if _, err := first.body.Read(make([]byte, 1)); !errors.Is(err, http.ErrBodyReadAfterClose) {
+			problems = append(problems, "kept body read: "+errString(err))
+		}
+		io.WriteString(w, "second "+strings.Join(problems, "; "))
+	}))
+	c := h2cClient(t)
+	resp, err := c.Post(ts.url("/first"), "text/plain", strings.NewReader("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "first" || resp.ProtoMajor != 2 {
+		t.Fatalf("first: %q %s", b, resp.Proto)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(ts.url("/second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "second " {
+		t.Fatalf("second: %q", b)
+	}
+	if resp.Header.Get("X-Leak") != "" {
+		t.Fatal("a kept ResponseWriter's header reached the next response")
+	}
+}
+
+// Streams one after the other on a connection get their own request,
+// header and response header each time, with nothing of the earlier
+// stream's left in them.
+func TestH2ReusedStateStartsEmpty(t *testing.T) {
+	_, ts := h2cServer(t, whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		if len(w.Header()) != 0 {
+			w.WriteHeader(500)
+			io.WriteString(w, "response header not empty")
+			return
+		}
+		w.Header().Set("X-Path", r.URL.Path)
+		io.WriteString(w, r.URL.Path+" "+r.URL.RawQuery+" "+r.Header.Get("X-Only-Once")+" "+r.Header.Get("X-N"))
+	}))
+	c := h2cClient(t)
+	for i, q := range []string{"a=1", "", "b=2"} {
+		req, _ := http.NewRequest("GET", ts.url("/p"+q), nil)
+		if i == 0 {
+			req.Header.Set("X-Only-Once", "yes")
+		}
+		req.Header.Set("X-N", q)
+		if q != "" {
+			req.URL.RawQuery = q
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		once := ""
+		if i == 0 {
+			once = "yes"
+		}
+		if want := "/p" + q + " " + q + " " + once + " " + q; string(b) != want || resp.Header.Get("X-Path") != "/p"+q {
+			t.Fatalf("request %d: %d %q (X-Path %q), want %q", i, resp.StatusCode, b, resp.Header.Get("X-Path"), want)
+		}
+	}
+}
+
+// With the race detector on, an HTTP/2 handler that hands its request to
+// a goroutine that reads it after the handler returned is a data race the
+// race detector reports, as on HTTP/1.1.
+func TestH2KeptRequestUsedByAGoroutineIsARace(t *testing.T) {
+	if os.Getenv("WHTTP_RACE_CHILD") == "1" {
+		used := make(chan string, 1)
+		_, ts := h2cServer(t, whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			go func() {
+				time.Sleep(50 * time.Millisecond) // the handler has returned
+				used <- r.URL.Path
+			}()
+			io.WriteString(w, "ok")
+		}))
+		resp, err := h2cClient(t).Get(ts.url("/kept"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		<-used
+		return
+	}
+	if !raceEnabled {
+		t.Skip("the race detector is off")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestH2KeptRequestUsedByAGoroutineIsARace$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "WHTTP_RACE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "WARNING: DATA RACE") || !strings.Contains(string(out), "whttp.retire") {
+		t.Fatalf("the child did not fail with a race on the retired request (err %v):\n%s", err, out)
+	}
+}

@@ -30,11 +30,13 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -82,6 +84,15 @@ type h2Conn struct {
 	// lastFrame is when the reader last read a frame (UnixNano on the
 	// Run's clock), kept only for the health check.
 	lastFrame atomic.Int64
+
+	// The reader's header-block decoding (readHeaderBlock).
+	dec        *hpack.Decoder
+	mh         http2.MetaHeadersFrame
+	fields     []hpack.HeaderField
+	invalid    error
+	sawRegular bool
+	remain     uint32 // of the header list's size
+	tremain    uint32 // of the trailer declarations' size
 
 	empty   int  // reader: frames in a row that carried nothing
 	settled bool // reader: the first SETTINGS came
@@ -211,7 +222,8 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 	}
 	h.in.br = bufio.NewReaderSize(tr, 16<<10)
 	h.fr = http2.NewFramer(nil, &h.in)
-	h.fr.ReadMetaHeaders = hpack.NewDecoder(cfg.decTable, nil)
+	h.dec = hpack.NewDecoder(cfg.decTable, h.emitField)
+	h.dec.SetMaxStringLength(int(cfg.maxHeaderList))
 	h.fr.MaxHeaderListSize = cfg.maxHeaderList
 	h.fr.SetMaxReadFrameSize(cfg.maxReadFrame)
 	h.fr.SetReuseFrames()
@@ -357,6 +369,9 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 		h.idleDeadline(t)
 		h.in.budget = frameBudget
 		f, err := h.fr.ReadFrame()
+		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
+			f, err = h.readHeaderBlock(hf)
+		}
 		if err != nil {
 			var se http2.StreamError
 			var ce http2.ConnectionError
@@ -394,6 +409,129 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 			return err
 		}
 	}
+}
+
+// readHeaderBlock reads the CONTINUATION frames that follow hf, if any,
+// and decodes the header block, as the framer's ReadMetaHeaders does but
+// into storage the reader reuses: the frame returned (h.mh) and its
+// Fields are valid until the next call. Its errors are the framer's: a
+// StreamError for a malformed block (RST_STREAM), a ConnectionError for
+// one that cannot be decoded or is far over the size limit (GOAWAY).
+// Fields past MaxHeaderListSize are dropped and Truncated set (431).
+func (h *h2Conn) readHeaderBlock(hf *http2.HeadersFrame) (http2.Frame, error) {
+	h.mh = http2.MetaHeadersFrame{HeadersFrame: hf}
+	h.fields = h.fields[:0]
+	h.invalid, h.sawRegular = nil, false
+	h.remain, h.tremain = h.cfg.maxHeaderList, h.cfg.maxHeaderList
+	h.dec.SetEmitEnabled(true)
+	frag, ended := hf.HeaderBlockFragment(), hf.HeadersEnded()
+	for {
+		// A block far over the limit is not decoded: the connection ends
+		// (as the framer does), and so after an invalid field, whose
+		// block's size is no longer counted.
+		if int64(len(frag)) > 2*int64(h.remain+h.tremain) {
+			return nil, http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		if h.invalid != nil {
+			return nil, http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		if _, err := h.dec.Write(frag); err != nil {
+			return nil, http2.ConnectionError(http2.ErrCodeCompression)
+		}
+		if ended {
+			break
+		}
+		f, err := h.fr.ReadFrame() // a CONTINUATION of hf's stream: the framer checks
+		if err != nil {
+			return nil, err
+		}
+		cf := f.(*http2.ContinuationFrame)
+		frag, ended = cf.HeaderBlockFragment(), cf.HeadersEnded()
+	}
+	if err := h.dec.Close(); err != nil {
+		return nil, http2.ConnectionError(http2.ErrCodeCompression)
+	}
+	h.mh.Fields = h.fields
+	if cap(h.fields) > 256 {
+		h.fields = nil
+	}
+	if h.invalid != nil {
+		return nil, http2.StreamError{StreamID: hf.StreamID, Code: http2.ErrCodeProtocol, Cause: h.invalid}
+	}
+	if err := checkPseudos(h.mh.PseudoFields()); err != nil {
+		return nil, http2.StreamError{StreamID: hf.StreamID, Code: http2.ErrCodeProtocol, Cause: err}
+	}
+	return &h.mh, nil
+}
+
+// emitField takes one decoded field of a header block (the decoder's
+// emit function): it checks it, counts it against the header list's
+// limit, and keeps it.
+func (h *h2Conn) emitField(hf hpack.HeaderField) {
+	if !httpguts.ValidHeaderFieldValue(hf.Value) {
+		h.invalid = fmt.Errorf("invalid header field value for %q", hf.Name)
+	}
+	if strings.HasPrefix(hf.Name, ":") {
+		if h.sawRegular {
+			h.invalid = errors.New("pseudo header field after regular")
+		}
+	} else {
+		h.sawRegular = true
+		if !validWireName(hf.Name) {
+			h.invalid = fmt.Errorf("invalid header field name %q", hf.Name)
+		}
+	}
+	if h.invalid != nil {
+		h.dec.SetEmitEnabled(false)
+		return
+	}
+	remain, size := &h.remain, hf.Size()
+	if hf.Name == "trailer" {
+		// Each name it declares costs a field's overhead, as the framer counts.
+		n := uint32(strings.Count(hf.Value, ",") + 1)
+		remain, size = &h.tremain, uint32(len(hf.Value))-n+1+n*hpack.HeaderField{}.Size()
+	}
+	if size > *remain {
+		h.dec.SetEmitEnabled(false)
+		h.mh.Truncated = true
+		h.remain, h.tremain = 0, 0
+		return
+	}
+	*remain -= size
+	h.fields = append(h.fields, hf)
+}
+
+// validWireName reports whether a field name is a token without upper
+// case letters (RFC 9113 section 8.2.1).
+func validWireName(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !httpguts.IsTokenRune(rune(c)) || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPseudos reports a request's pseudo-header fields that are unknown,
+// repeated or of a response.
+func checkPseudos(pf []hpack.HeaderField) error {
+	for i, hf := range pf {
+		switch hf.Name {
+		case ":method", ":path", ":scheme", ":authority", ":protocol":
+		default:
+			return fmt.Errorf("invalid pseudo-header %q", hf.Name)
+		}
+		for _, prev := range pf[:i] {
+			if hf.Name == prev.Name {
+				return fmt.Errorf("duplicate pseudo-header %q", hf.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // idleDeadline keeps the read deadline of IdleTimeout while no stream is

@@ -20,7 +20,6 @@ package whttp
 // (TrySend), which any loop or goroutine may send.
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -166,10 +165,30 @@ func (p *h2Plain) closeWrite(*weft.Task) { p.wc.CloseWrite() }
 // h2Input is the framer's reader: buffered, and with a budget per frame
 // read, so that a header block sent as endless CONTINUATION frames (which
 // the framer would read in one ReadFrame call) ends the connection.
+//
+// It reads into the connection's small landing buffer (conn.land), as
+// the HTTP/1.1 loop does while idle, unless the last read filled its
+// buffer or the framer wants more than the landing buffer holds: then
+// through a pooled h2ReadBuf-byte buffer, given back at the next read
+// into the landing buffer. So a connection waiting for its next request
+// (whose last read was the small tail of what came) holds no large
+// buffer, and one that streams a body in reads it in large pieces.
 type h2Input struct {
-	br     *bufio.Reader
+	tr     h2Transport
+	land   []byte      // small, the conn's own
+	big    *[]byte     // pooled, nil while idle
+	buf    []byte      // land or *big
+	r, w   int  // buf[r:w] is buffered
+	full   bool // the last read filled its buffer
 	budget int
+	// holding is big != nil, for tests from other goroutines.
+	holding atomic.Bool
 }
+
+// h2ReadBuf is the size of the reader's buffer while frames arrive.
+const h2ReadBuf = 16 << 10
+
+var h2ReadPool = sync.Pool{New: func() any { b := make([]byte, h2ReadBuf); return &b }}
 
 var errFrameBudget = errors.New("whttp: http2: header block too long")
 
@@ -180,9 +199,58 @@ func (in *h2Input) Read(p []byte) (int, error) {
 	if len(p) > in.budget {
 		p = p[:in.budget]
 	}
-	n, err := in.br.Read(p)
+	if in.r == in.w {
+		if err := in.fill(len(p)); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, in.buf[in.r:in.w])
+	in.r += n
 	in.budget -= n
-	return n, err
+	return n, nil
+}
+
+// fill reads into the empty buffer: the landing one (and the large one
+// goes back to its pool), or the large one when more is coming (see
+// h2Input).
+func (in *h2Input) fill(want int) error {
+	in.r, in.w = 0, 0
+	if !in.full && want <= len(in.land) {
+		in.release()
+		in.buf = in.land
+	} else {
+		if in.big == nil {
+			in.big = h2ReadPool.Get().(*[]byte)
+			in.holding.Store(true)
+		}
+		in.buf = *in.big
+	}
+	n, err := in.tr.Read(in.buf)
+	in.w = n
+	in.full = n == len(in.buf)
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// drop gives the large buffer back as the connection ends.
+func (in *h2Input) drop() {
+	in.r = in.w
+	in.release()
+}
+
+// release gives the large buffer back, if held and empty.
+func (in *h2Input) release() {
+	if in.big != nil && in.r == in.w {
+		h2ReadPool.Put(in.big)
+		in.big = nil
+		in.holding.Store(false)
+		in.buf = in.land
+	}
 }
 
 // errors that end a connection or a stream.
@@ -220,7 +288,9 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 		sendWin:      65535,
 		recvWin:      int64(cfg.connWin),
 	}
-	h.in.br = bufio.NewReaderSize(tr, 16<<10)
+	h.in = h2Input{tr: tr, land: c.land[:]}
+	h.in.buf = h.in.land
+	defer h.in.drop()
 	h.fr = http2.NewFramer(nil, &h.in)
 	h.dec = hpack.NewDecoder(cfg.decTable, h.emitField)
 	h.dec.SetMaxStringLength(int(cfg.maxHeaderList))

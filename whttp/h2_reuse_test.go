@@ -7,6 +7,7 @@ package whttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -149,5 +150,39 @@ func TestH2KeptRequestUsedByAGoroutineIsARace(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "WARNING: DATA RACE") || !strings.Contains(string(out), "whttp.retire") {
 		t.Fatalf("the child did not fail with a race on the retired request (err %v):\n%s", err, out)
+	}
+}
+
+// An idle HTTP/2 connection holds no large read buffer, even after a
+// request body came in frames larger than its small one.
+func TestH2IdleConnectionHoldsNoReadBuffer(t *testing.T) {
+	srv, ts := h2cServer(t, whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n)
+	}))
+	c := h2cClient(t)
+	post := func(path string) {
+		resp, err := c.Post(ts.url(path), "application/octet-stream", strings.NewReader(strings.Repeat("x", 200<<10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "204800" || resp.ProtoMajor != 2 {
+			t.Fatalf("%s: %q %s", path, b, resp.Proto)
+		}
+	}
+	post("/first")
+	post("/second")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		bufs := whttp.H2ReadBuffers(srv)
+		if len(bufs) == 1 && !bufs[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idle connection: large read buffers %v, want [false]", bufs)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

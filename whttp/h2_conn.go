@@ -175,11 +175,11 @@ func (p *h2Plain) closeWrite(*weft.Task) { p.wc.CloseWrite() }
 // buffer, and one that streams a body in reads it in large pieces.
 type h2Input struct {
 	tr     h2Transport
-	land   []byte      // small, the conn's own
-	big    *[]byte     // pooled, nil while idle
-	buf    []byte      // land or *big
-	r, w   int  // buf[r:w] is buffered
-	full   bool // the last read filled its buffer
+	land   []byte  // small, the conn's own
+	big    *[]byte // pooled, nil while idle
+	buf    []byte  // land or *big
+	r, w   int     // buf[r:w] is buffered
+	full   bool    // the last read filled its buffer
 	budget int
 	// holding is big != nil, for tests from other goroutines.
 	holding atomic.Bool

@@ -28,6 +28,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -80,6 +81,12 @@ type h2Conn struct {
 	wfr  *http2.Framer
 	wbuf bufferW
 
+	// The per-stream deadlines' keeper (deadlineLoop), once started.
+	keeper  bool                 // mu
+	dlWake  *weft.Chan[struct{}] // wakes it
+	dlNext  int64                // mu: when it wakes next (0: when told)
+	gotHead bool                 // mu: the first HEADERS came
+
 	// lastFrame is when the reader last read a frame (UnixNano on the
 	// Run's clock), kept only for the health check.
 	lastFrame atomic.Int64
@@ -95,7 +102,7 @@ type h2Conn struct {
 
 	empty   int  // reader: frames in a row that carried nothing
 	settled bool // reader: the first SETTINGS came
-	idleSet bool // reader: the idle deadline is set
+	idleSet bool // mu: the read deadline is the idle (or first header) one
 }
 
 // h2Ctl is a control frame owed to the peer.
@@ -259,6 +266,11 @@ var (
 	errH2StreamReset = errors.New("whttp: http2: stream reset")
 	errH2PeerGone    = errors.New("whttp: http2: client closed the connection")
 	errH2PingTimeout = errors.New("whttp: http2: no answer to the health check's PING (HTTP2Config.PingTimeout)")
+	// errH2ReadTimeout and errH2WriteTimeout end a stream's body and
+	// response at their deadlines (Server.ReadTimeout, WriteTimeout,
+	// or the ResponseController's); they match os.ErrDeadlineExceeded.
+	errH2ReadTimeout  = fmt.Errorf("whttp: http2: request body: %w", os.ErrDeadlineExceeded)
+	errH2WriteTimeout = fmt.Errorf("whttp: http2: response: %w", os.ErrDeadlineExceeded)
 )
 
 // h2ConnError is a connection error the server detected: it sends GOAWAY
@@ -302,7 +314,11 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 	h.enc.SetMaxDynamicTableSizeLimit(cfg.encTable)
 	c.h2.Store(h)
 	defer c.h2.Store(nil)
-	c.setReadDeadline(time.Time{})
+	// Until the first HEADERS: the first request's header deadline, from
+	// the accept (ReadHeaderTimeout, or ReadTimeout); then IdleTimeout
+	// while no stream is open (idleDeadline).
+	c.setReadDeadline(c.headerDeadline())
+	h.idleSet = true
 	c.setState(http.StateActive)
 	if c.stopIt.Load() {
 		h.shutdownReq.Store(true)
@@ -317,6 +333,11 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 		if h.cfg.sendPingTimeout > 0 {
 			h.lastFrame.Store(t.Now().UnixNano())
 			g.GoDaemon(h.healthLoop)
+		}
+		if s := h.sv.s; s.ReadTimeout > 0 || s.WriteTimeout > 0 {
+			h.keeper = true
+			h.dlWake = weft.NewChan[struct{}](1)
+			g.GoDaemon(h.deadlineLoop)
 		}
 		err := h.readLoop(t)
 		h.end(t, err)
@@ -362,6 +383,74 @@ func (h *h2Conn) healthLoop(t *weft.Task) error {
 			return nil
 		}
 	}
+}
+
+// deadlineLoop keeps the streams' deadlines (Server.ReadTimeout and
+// WriteTimeout per stream, as net/http's HTTP/2 server applies them, and
+// the ResponseController's): a daemon task of the connection's group,
+// started with it when a timeout is set, or by the first deadline a
+// handler sets. Past a stream's read deadline its body's reads fail with
+// errH2ReadTimeout (what was received stays readable first) and the
+// rest of the body is discarded; past its write deadline the stream is
+// reset (RST_STREAM INTERNAL_ERROR) and its handler's context and task
+// cancelled with errH2WriteTimeout, as net/http does. It ends when the
+// connection does.
+func (h *h2Conn) deadlineLoop(t *weft.Task) error {
+	for {
+		now := t.Now().UnixNano()
+		var next int64
+		reset := false
+		h.mu.Lock()
+		for _, s := range h.streams {
+			if s.readDL != 0 && !s.remoteClosed && s.readErr == nil {
+				if s.readDL <= now {
+					s.readErr = errH2ReadTimeout
+					s.bodyClosed = true // later DATA is discarded
+					s.signal()
+				} else if next == 0 || s.readDL < next {
+					next = s.readDL
+				}
+			}
+			if s.writeDL != 0 && !s.localClosed && !s.reset {
+				if s.writeDL <= now {
+					h.resetLocked(s, http2.ErrCodeInternal, errH2WriteTimeout)
+					reset = true
+				} else if next == 0 || s.writeDL < next {
+					next = s.writeDL
+				}
+			}
+		}
+		h.dlNext = next
+		h.mu.Unlock()
+		if reset {
+			h.wakeWriter()
+		}
+		var err error
+		if next == 0 {
+			_, err = h.dlWake.Recv(t)
+		} else {
+			var v struct{}
+			_, err = weft.Select(t, weft.RecvCase(h.dlWake, &v), weft.AfterCase(time.Duration(next-now)))
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// setDeadlineLocked tells the keeper of a stream's new deadline dl
+// (UnixNano), starting it if need be; mu held. It reports whether the
+// keeper must be started (by the caller, after unlocking).
+func (h *h2Conn) setDeadlineLocked(dl int64) (start bool) {
+	if !h.keeper {
+		h.keeper = true
+		h.dlWake = weft.NewChan[struct{}](1)
+		return true
+	}
+	if dl != 0 && (h.dlNext == 0 || dl < h.dlNext) {
+		h.dlWake.TrySend(struct{}{})
+	}
+	return false
 }
 
 // end stops the connection after the reader ended with err: every stream
@@ -467,7 +556,13 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 				return errH2Shutdown
 			}
 			var ne net.Error
-			if h.idleSet && errors.As(err, &ne) && ne.Timeout() {
+			h.mu.Lock()
+			idleSet, gotHead := h.idleSet, h.gotHead
+			h.mu.Unlock()
+			if idleSet && errors.As(err, &ne) && ne.Timeout() {
+				if !gotHead {
+					return h.connError(http2.ErrCodeNo, "no request within ReadHeaderTimeout")
+				}
 				return h.connError(http2.ErrCodeNo, "idle timeout")
 			}
 			return err
@@ -605,15 +700,24 @@ func checkPseudos(pf []hpack.HeaderField) error {
 }
 
 // idleDeadline keeps the read deadline of IdleTimeout while no stream is
-// open.
+// open (after the first HEADERS: until then, serveH2's).
 func (h *h2Conn) idleDeadline(t *weft.Task) {
-	d := h.sv.s.idleTimeout()
-	if d <= 0 {
+	h.mu.Lock()
+	h.idleDeadlineLocked(t)
+	h.mu.Unlock()
+}
+
+// idleDeadlineLocked is idleDeadline with mu held. The reader calls it
+// before each frame, and the writer after each round: the connection
+// goes idle as the writer sends a response's end or as a handler ends
+// (which wakes the writer), while the reader waits for the next frame.
+// The deadline is set on the calling task's clock.
+func (h *h2Conn) idleDeadlineLocked(t *weft.Task) {
+	if !h.gotHead || h.dead != nil {
 		return
 	}
-	h.mu.Lock()
-	idle := len(h.streams) == 0 && h.handlers == 0
-	h.mu.Unlock()
+	d := h.sv.s.idleTimeout()
+	idle := d > 0 && len(h.streams) == 0 && h.handlers == 0
 	if idle && !h.idleSet {
 		h.idleSet = true
 		h.c.wc.SetReadDeadline(t.Now().Add(d))
@@ -713,6 +817,11 @@ func (h *h2Conn) onFrame(t *weft.Task, f http2.Frame) error {
 		return h.locked(func() error { return h.onData(f) })
 	case *http2.MetaHeadersFrame:
 		h.mu.Lock()
+		if !h.gotHead {
+			h.gotHead = true
+			h.idleSet = false
+			h.c.wc.SetReadDeadline(time.Time{})
+		}
 		start, err := h.onHeaders(t, f)
 		err = h.unlockWake(err)
 		if start != nil {
@@ -967,6 +1076,17 @@ func (h *h2Conn) onHeaders(t *weft.Task, f *http2.MetaHeadersFrame) (*h2Stream, 
 	s, code := h.newStream(id, f)
 	if code != http2.ErrCodeNo {
 		return nil, h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: code})
+	}
+	if srv := h.sv.s; srv.ReadTimeout > 0 || srv.WriteTimeout > 0 {
+		now := t.Now()
+		if srv.ReadTimeout > 0 && !f.StreamEnded() {
+			s.readDL = now.Add(srv.ReadTimeout).UnixNano()
+			h.setDeadlineLocked(s.readDL)
+		}
+		if srv.WriteTimeout > 0 {
+			s.writeDL = now.Add(srv.WriteTimeout).UnixNano()
+			h.setDeadlineLocked(s.writeDL)
+		}
 	}
 	h.streams[id] = s
 	if f.StreamEnded() {

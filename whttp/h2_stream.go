@@ -64,6 +64,9 @@ type h2Stream struct {
 	queued       bool  // mu: in h.ready
 	declLen      int64 // content-length, -1 if none
 	gotLen       int64 // mu: body bytes received
+	readDL       int64 // mu: the body's deadline (UnixNano), 0 if none
+	writeDL      int64 // mu: the response's deadline, 0 if none
+	readErr      error // mu: the body's deadline passed
 
 	// The request body.
 	in         []byte // mu: received, not read
@@ -540,6 +543,11 @@ func (b *h2Body) Read(p []byte) (int, error) {
 			h.mu.Unlock()
 			return 0, err
 		}
+		if s.readErr != nil {
+			err := s.readErr
+			h.mu.Unlock()
+			return 0, err
+		}
 		if s.remoteClosed {
 			h.mu.Unlock()
 			return 0, io.EOF
@@ -703,9 +711,45 @@ func (w *h2Response) FlushError() error {
 // EnableFullDuplex does nothing: HTTP/2 is full duplex.
 func (w *h2Response) EnableFullDuplex() error { return nil }
 
-// SetReadDeadline and SetWriteDeadline are not supported per stream.
-func (w *h2Response) SetReadDeadline(time.Time) error  { return http.ErrNotSupported }
-func (w *h2Response) SetWriteDeadline(time.Time) error { return http.ErrNotSupported }
+// SetReadDeadline sets the deadline of the stream's request body (for
+// http.ResponseController), replacing Server.ReadTimeout's; the zero
+// time means none. Past it, body reads fail with an error matching
+// os.ErrDeadlineExceeded.
+func (w *h2Response) SetReadDeadline(d time.Time) error {
+	return w.setDeadline(d, func(s *h2Stream, dl int64) { s.readDL = dl })
+}
+
+// SetWriteDeadline sets the deadline of the stream's response (for
+// http.ResponseController), replacing Server.WriteTimeout's; the zero
+// time means none. Past it, the stream is reset and the handler's
+// context cancelled, with an error matching os.ErrDeadlineExceeded.
+func (w *h2Response) SetWriteDeadline(d time.Time) error {
+	return w.setDeadline(d, func(s *h2Stream, dl int64) { s.writeDL = dl })
+}
+
+func (w *h2Response) setDeadline(d time.Time, set func(*h2Stream, int64)) error {
+	if w.done {
+		return errH2HandlerDone
+	}
+	s, h := w.s, w.s.h
+	var dl int64
+	if !d.IsZero() {
+		dl = max(d.UnixNano(), 1)
+	}
+	h.mu.Lock()
+	if s.reset || h.dead != nil {
+		err := s.streamErr()
+		h.mu.Unlock()
+		return err
+	}
+	set(s, dl)
+	start := h.setDeadlineLocked(dl)
+	h.mu.Unlock()
+	if start {
+		h.g.GoDaemon(h.deadlineLoop)
+	}
+	return nil
+}
 
 // commit queues the final header, if not yet; more is the body's next
 // bytes (for sniffing), end says the response ends with it, clen is the

@@ -25,6 +25,7 @@ func (h *h2Conn) writeLoop(t *weft.Task) (struct{}, error) {
 			h.writePreamble()
 		}
 		finished := h.gather()
+		h.idleDeadlineLocked(t)
 		out = h.wbuf.b
 		h.wbuf.b = nil
 		h.mu.Unlock()

@@ -124,7 +124,10 @@ type Server struct {
 	// net/http's meaning: nil is HTTP/1 and, over TLS, HTTP/2 (offered
 	// by ALPN as "h2"); SetUnencryptedHTTP2(true) serves HTTP/2 over
 	// cleartext connections that open with its preface (h2c with prior
-	// knowledge). See the package doc, HTTP/2.
+	// knowledge). As net/http since Go 1.24, the HTTP/1.1 "Upgrade: h2c"
+	// handshake is not offered (RFC 9113 deprecates it): such a request
+	// is answered over HTTP/1.1, which its clients (curl --http2) go on
+	// with. See the package doc, HTTP/2.
 	Protocols *http.Protocols
 
 	// HTTP2, if not nil, sets HTTP/2's limits, with net/http's meaning

@@ -758,6 +758,12 @@ func (w *h2Response) commit(more []byte, end bool, clen int) error {
 	if w.committed {
 		return nil
 	}
+	return w.s.queueHeaders(w.headerFields(more, clen), end)
+}
+
+// headerFields commits the response: it returns the final header's
+// fields (see commit).
+func (w *h2Response) headerFields(more []byte, clen int) []hpack.HeaderField {
 	w.committed = true
 	if w.s.expect100 && !w.s.sent100 {
 		w.s.sent100 = true // the body is not wanted: no 100 Continue
@@ -789,7 +795,7 @@ func (w *h2Response) commit(more []byte, end bool, clen int) error {
 	if st := w.s.st; st != nil {
 		st.fields = fields
 	}
-	return w.s.queueHeaders(fields, end)
+	return fields
 }
 
 // finish ends the response as the handler returns.
@@ -798,6 +804,17 @@ func (w *h2Response) finish(t *weft.Task) {
 		w.WriteHeader(http.StatusOK)
 	}
 	trailers := w.trailerFields()
+	if !w.committed && len(w.buf) > 0 && trailers == nil {
+		// A small response, whole: its header, body and end go to the
+		// writer at once, so that they leave in one write.
+		clen := -1
+		if w.clen < 0 && w.s.req.Method != http.MethodHead {
+			clen = len(w.buf)
+		}
+		w.s.queueWhole(w.headerFields(nil, clen), w.buf)
+		w.buf = w.buf[:0]
+		return
+	}
 	if !w.committed {
 		clen := -1
 		if w.clen < 0 && bodyAllowed(w.status) && trailers == nil && w.s.req.Method != http.MethodHead {
@@ -982,6 +999,22 @@ func (s *h2Stream) queueData(p []byte) error {
 		h.wakeWriter()
 	}
 	return nil
+}
+
+// queueWhole hands a whole response to the writer: its header, its
+// body (at most h2ResponseBuf bytes, under h2StreamOutBuf: no wait) and
+// its end, under one lock.
+func (s *h2Stream) queueWhole(fields []hpack.HeaderField, body []byte) {
+	h := s.h
+	h.mu.Lock()
+	if !s.reset && h.dead == nil {
+		s.hdrs = append(s.hdrs, h2Headers{fields: fields})
+		s.out = append(s.out, body...)
+		s.outEnd = true
+		h.readyLocked(s)
+	}
+	h.mu.Unlock()
+	h.wakeWriter()
 }
 
 // queueEnd ends the response, with trailers if any.

@@ -19,3 +19,18 @@ func H2ReadBuffers(s *Server) []bool {
 	}
 	return out
 }
+
+// H2Writes returns the writes the writers of s's HTTP/2 connections made.
+func H2Writes(s *Server) int64 {
+	var n int64
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sv := range s.servings {
+		for _, c := range sv.snapshot() {
+			if h := c.h2.Load(); h != nil {
+				n += h.writes.Load()
+			}
+		}
+	}
+	return n
+}

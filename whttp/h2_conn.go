@@ -87,6 +87,9 @@ type h2Conn struct {
 	dlNext  int64                // mu: when it wakes next (0: when told)
 	gotHead bool                 // mu: the first HEADERS came
 
+	wakeLater bool         // reader: the writer is to be woken before the next read
+	writes    atomic.Int64 // the writer's writes, for tests
+
 	// lastFrame is when the reader last read a frame (UnixNano on the
 	// Run's clock), kept only for the health check.
 	lastFrame atomic.Int64
@@ -188,6 +191,8 @@ type h2Input struct {
 	r, w   int     // buf[r:w] is buffered
 	full   bool    // the last read filled its buffer
 	budget int
+	// drained, if set, runs before a read from the transport.
+	drained func()
 	// holding is big != nil, for tests from other goroutines.
 	holding atomic.Bool
 }
@@ -221,6 +226,9 @@ func (in *h2Input) Read(p []byte) (int, error) {
 // goes back to its pool), or the large one when more is coming (see
 // h2Input).
 func (in *h2Input) fill(want int) error {
+	if in.drained != nil {
+		in.drained()
+	}
 	in.r, in.w = 0, 0
 	if !in.full && want <= len(in.land) {
 		in.release()
@@ -300,7 +308,7 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 		sendWin:      65535,
 		recvWin:      int64(cfg.connWin),
 	}
-	h.in = h2Input{tr: tr, land: c.land[:]}
+	h.in = h2Input{tr: tr, land: c.land[:], drained: h.wakeDeferred}
 	h.in.buf = h.in.land
 	defer h.in.drop()
 	h.fr = http2.NewFramer(nil, &h.in)
@@ -365,7 +373,14 @@ func (h *h2Conn) healthLoop(t *weft.Task) error {
 		sent := t.Now().UnixNano()
 		var data [8]byte
 		binary.BigEndian.PutUint64(data[:], uint64(sent))
-		if err := h.locked(func() error { return h.queueCtl(h2Ctl{kind: ctlPing, data: data}) }); err != nil {
+		h.mu.Lock()
+		err := h.queueCtl(h2Ctl{kind: ctlPing, data: data})
+		h.mu.Unlock()
+		if err != nil {
+			var ce h2ConnError
+			if errors.As(err, &ce) {
+				h.connError(ce.code, ce.msg)
+			}
 			return nil
 		}
 		h.wakeWriter()
@@ -760,8 +775,8 @@ func (h *h2Conn) queueCtl(f h2Ctl) error {
 	return nil
 }
 
-// locked runs f under mu; an h2ConnError it returns becomes the
-// connection's error.
+// locked runs f under mu, in the reader; an h2ConnError it returns
+// becomes the connection's error.
 func (h *h2Conn) locked(f func() error) error {
 	h.mu.Lock()
 	err := f()
@@ -770,13 +785,22 @@ func (h *h2Conn) locked(f func() error) error {
 }
 
 // unlockWake releases mu, wakes the writer if there is something for
-// it, and makes an h2ConnError err the connection's error.
+// it, and makes an h2ConnError err the connection's error; the reader's.
+// While the reader has more frames buffered, the wake-up waits until it
+// has acted on them (wakeDeferred): so a PING's acknowledgement that
+// comes before a request leaves with its response, the request's task
+// having been started before the writer was woken.
 func (h *h2Conn) unlockWake(err error) error {
 	wake := len(h.ctl) > 0 || len(h.ready) > h.readyHead || h.goAway || h.dead != nil ||
 		h.recvOwed >= int64(h.cfg.connWin)/2
 	h.mu.Unlock()
 	if wake {
-		h.wakeWriter()
+		if h.in.r < h.in.w {
+			h.wakeLater = true
+		} else {
+			h.wakeLater = false
+			h.wakeWriter()
+		}
 	}
 	if err == nil {
 		return nil
@@ -786,6 +810,15 @@ func (h *h2Conn) unlockWake(err error) error {
 		return h.connError(ce.code, ce.msg)
 	}
 	return err
+}
+
+// wakeDeferred wakes the writer if unlockWake left it for later: the
+// reader is about to read from the transport.
+func (h *h2Conn) wakeDeferred() {
+	if h.wakeLater {
+		h.wakeLater = false
+		h.wakeWriter()
+	}
 }
 
 // onStreamError answers a stream error the framer found: RST_STREAM.

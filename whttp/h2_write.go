@@ -33,6 +33,7 @@ func (h *h2Conn) writeLoop(t *weft.Task) (struct{}, error) {
 			if d := h.cfg.writeByteTimeout; d > 0 {
 				h.c.wc.SetWriteDeadline(t.Now().Add(d))
 			}
+			h.writes.Add(1)
 			if err := h.tr.write(t, out); err != nil {
 				h.mu.Lock()
 				if h.dead == nil {
@@ -57,6 +58,15 @@ func (h *h2Conn) writeLoop(t *weft.Task) (struct{}, error) {
 		}
 		if _, err := h.wake.Recv(t); err != nil {
 			return struct{}{}, nil
+		}
+		// Woken for control frames alone while handlers run (a PING's
+		// acknowledgement, say, that came with a request): let them run
+		// first, once, so that what they answer goes in the same write.
+		h.mu.Lock()
+		ctlOnly := len(h.ctl) > 0 && len(h.ready) == h.readyHead && h.handlers > 0 && h.dead == nil && !h.goAway
+		h.mu.Unlock()
+		if ctlOnly {
+			t.Yield()
 		}
 	}
 }

@@ -20,7 +20,6 @@ package whttp
 // (TrySend), which any loop or goroutine may send.
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -29,12 +28,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/weft-go/weft"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -55,15 +57,16 @@ type h2Conn struct {
 	// shutdownReq is set by a graceful stop from any goroutine.
 	shutdownReq atomic.Bool
 
-	mu       sync.Mutex
-	streams  map[uint32]*h2Stream // mu: open and half-closed streams
-	maxID    uint32               // mu: the highest stream the peer opened
-	handlers int                  // mu: stream tasks running
-	waiting  []*h2Stream          // mu: streams whose handler waits for a task slot
-	dead     error                // mu: the connection ends: why
-	goAway   bool                 // mu: GOAWAY queued or sent: no new streams
-	ctl      []h2Ctl              // mu: control frames owed to the peer
-	ready    []*h2Stream          // mu: streams with output for the writer
+	mu        sync.Mutex
+	streams   map[uint32]*h2Stream // mu: open and half-closed streams
+	maxID     uint32               // mu: the highest stream the peer opened
+	handlers  int                  // mu: stream tasks running
+	waiting   []*h2Stream          // mu: streams whose handler waits for a task slot
+	dead      error                // mu: the connection ends: why
+	goAway    bool                 // mu: GOAWAY queued or sent: no new streams
+	ctl       []h2Ctl              // mu: control frames owed to the peer
+	ready     []*h2Stream          // mu: streams with output for the writer, from readyHead on
+	readyHead int                  // mu
 	// The peer's settings and the send window.
 	peerInitWin  int32  // mu
 	peerMaxFrame uint32 // mu
@@ -78,13 +81,31 @@ type h2Conn struct {
 	wfr  *http2.Framer
 	wbuf bufferW
 
+	// The per-stream deadlines' keeper (deadlineLoop), once started.
+	keeper  bool                 // mu
+	dlWake  *weft.Chan[struct{}] // wakes it
+	dlNext  int64                // mu: when it wakes next (0: when told)
+	gotHead bool                 // mu: the first HEADERS came
+
+	wakeLater bool         // reader: the writer is to be woken before the next read
+	writes    atomic.Int64 // the writer's writes, for tests
+
 	// lastFrame is when the reader last read a frame (UnixNano on the
 	// Run's clock), kept only for the health check.
 	lastFrame atomic.Int64
 
+	// The reader's header-block decoding (readHeaderBlock).
+	dec        *hpack.Decoder
+	mh         http2.MetaHeadersFrame
+	fields     []hpack.HeaderField
+	invalid    error
+	sawRegular bool
+	remain     uint32 // of the header list's size
+	tremain    uint32 // of the trailer declarations' size
+
 	empty   int  // reader: frames in a row that carried nothing
 	settled bool // reader: the first SETTINGS came
-	idleSet bool // reader: the idle deadline is set
+	idleSet bool // mu: the read deadline is the idle (or first header) one
 }
 
 // h2Ctl is a control frame owed to the peer.
@@ -154,10 +175,32 @@ func (p *h2Plain) closeWrite(*weft.Task) { p.wc.CloseWrite() }
 // h2Input is the framer's reader: buffered, and with a budget per frame
 // read, so that a header block sent as endless CONTINUATION frames (which
 // the framer would read in one ReadFrame call) ends the connection.
+//
+// It reads into the connection's small landing buffer (conn.land), as
+// the HTTP/1.1 loop does while idle, unless the last read filled its
+// buffer or the framer wants more than the landing buffer holds: then
+// through a pooled h2ReadBuf-byte buffer, given back at the next read
+// into the landing buffer. So a connection waiting for its next request
+// (whose last read was the small tail of what came) holds no large
+// buffer, and one that streams a body in reads it in large pieces.
 type h2Input struct {
-	br     *bufio.Reader
+	tr     h2Transport
+	land   []byte  // small, the conn's own
+	big    *[]byte // pooled, nil while idle
+	buf    []byte  // land or *big
+	r, w   int     // buf[r:w] is buffered
+	full   bool    // the last read filled its buffer
 	budget int
+	// drained, if set, runs before a read from the transport.
+	drained func()
+	// holding is big != nil, for tests from other goroutines.
+	holding atomic.Bool
 }
+
+// h2ReadBuf is the size of the reader's buffer while frames arrive.
+const h2ReadBuf = 16 << 10
+
+var h2ReadPool = sync.Pool{New: func() any { b := make([]byte, h2ReadBuf); return &b }}
 
 var errFrameBudget = errors.New("whttp: http2: header block too long")
 
@@ -168,9 +211,61 @@ func (in *h2Input) Read(p []byte) (int, error) {
 	if len(p) > in.budget {
 		p = p[:in.budget]
 	}
-	n, err := in.br.Read(p)
+	if in.r == in.w {
+		if err := in.fill(len(p)); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, in.buf[in.r:in.w])
+	in.r += n
 	in.budget -= n
-	return n, err
+	return n, nil
+}
+
+// fill reads into the empty buffer: the landing one (and the large one
+// goes back to its pool), or the large one when more is coming (see
+// h2Input).
+func (in *h2Input) fill(want int) error {
+	if in.drained != nil {
+		in.drained()
+	}
+	in.r, in.w = 0, 0
+	if !in.full && want <= len(in.land) {
+		in.release()
+		in.buf = in.land
+	} else {
+		if in.big == nil {
+			in.big = h2ReadPool.Get().(*[]byte)
+			in.holding.Store(true)
+		}
+		in.buf = *in.big
+	}
+	n, err := in.tr.Read(in.buf)
+	in.w = n
+	in.full = n == len(in.buf)
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// drop gives the large buffer back as the connection ends.
+func (in *h2Input) drop() {
+	in.r = in.w
+	in.release()
+}
+
+// release gives the large buffer back, if held and empty.
+func (in *h2Input) release() {
+	if in.big != nil && in.r == in.w {
+		h2ReadPool.Put(in.big)
+		in.big = nil
+		in.holding.Store(false)
+		in.buf = in.land
+	}
 }
 
 // errors that end a connection or a stream.
@@ -179,6 +274,11 @@ var (
 	errH2StreamReset = errors.New("whttp: http2: stream reset")
 	errH2PeerGone    = errors.New("whttp: http2: client closed the connection")
 	errH2PingTimeout = errors.New("whttp: http2: no answer to the health check's PING (HTTP2Config.PingTimeout)")
+	// errH2ReadTimeout and errH2WriteTimeout end a stream's body and
+	// response at their deadlines (Server.ReadTimeout, WriteTimeout,
+	// or the ResponseController's); they match os.ErrDeadlineExceeded.
+	errH2ReadTimeout  = fmt.Errorf("whttp: http2: request body: %w", os.ErrDeadlineExceeded)
+	errH2WriteTimeout = fmt.Errorf("whttp: http2: response: %w", os.ErrDeadlineExceeded)
 )
 
 // h2ConnError is a connection error the server detected: it sends GOAWAY
@@ -208,9 +308,12 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 		sendWin:      65535,
 		recvWin:      int64(cfg.connWin),
 	}
-	h.in.br = bufio.NewReaderSize(tr, 16<<10)
+	h.in = h2Input{tr: tr, land: c.land[:], drained: h.wakeDeferred}
+	h.in.buf = h.in.land
+	defer h.in.drop()
 	h.fr = http2.NewFramer(nil, &h.in)
-	h.fr.ReadMetaHeaders = hpack.NewDecoder(cfg.decTable, nil)
+	h.dec = hpack.NewDecoder(cfg.decTable, h.emitField)
+	h.dec.SetMaxStringLength(int(cfg.maxHeaderList))
 	h.fr.MaxHeaderListSize = cfg.maxHeaderList
 	h.fr.SetMaxReadFrameSize(cfg.maxReadFrame)
 	h.fr.SetReuseFrames()
@@ -219,7 +322,11 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 	h.enc.SetMaxDynamicTableSizeLimit(cfg.encTable)
 	c.h2.Store(h)
 	defer c.h2.Store(nil)
-	c.setReadDeadline(time.Time{})
+	// Until the first HEADERS: the first request's header deadline, from
+	// the accept (ReadHeaderTimeout, or ReadTimeout); then IdleTimeout
+	// while no stream is open (idleDeadline).
+	c.setReadDeadline(c.headerDeadline())
+	h.idleSet = true
 	c.setState(http.StateActive)
 	if c.stopIt.Load() {
 		h.shutdownReq.Store(true)
@@ -234,6 +341,11 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 		if h.cfg.sendPingTimeout > 0 {
 			h.lastFrame.Store(t.Now().UnixNano())
 			g.GoDaemon(h.healthLoop)
+		}
+		if s := h.sv.s; s.ReadTimeout > 0 || s.WriteTimeout > 0 {
+			h.keeper = true
+			h.dlWake = weft.NewChan[struct{}](1)
+			g.GoDaemon(h.deadlineLoop)
 		}
 		err := h.readLoop(t)
 		h.end(t, err)
@@ -261,7 +373,14 @@ func (h *h2Conn) healthLoop(t *weft.Task) error {
 		sent := t.Now().UnixNano()
 		var data [8]byte
 		binary.BigEndian.PutUint64(data[:], uint64(sent))
-		if err := h.locked(func() error { return h.queueCtl(h2Ctl{kind: ctlPing, data: data}) }); err != nil {
+		h.mu.Lock()
+		err := h.queueCtl(h2Ctl{kind: ctlPing, data: data})
+		h.mu.Unlock()
+		if err != nil {
+			var ce h2ConnError
+			if errors.As(err, &ce) {
+				h.connError(ce.code, ce.msg)
+			}
 			return nil
 		}
 		h.wakeWriter()
@@ -279,6 +398,74 @@ func (h *h2Conn) healthLoop(t *weft.Task) error {
 			return nil
 		}
 	}
+}
+
+// deadlineLoop keeps the streams' deadlines (Server.ReadTimeout and
+// WriteTimeout per stream, as net/http's HTTP/2 server applies them, and
+// the ResponseController's): a daemon task of the connection's group,
+// started with it when a timeout is set, or by the first deadline a
+// handler sets. Past a stream's read deadline its body's reads fail with
+// errH2ReadTimeout (what was received stays readable first) and the
+// rest of the body is discarded; past its write deadline the stream is
+// reset (RST_STREAM INTERNAL_ERROR) and its handler's context and task
+// cancelled with errH2WriteTimeout, as net/http does. It ends when the
+// connection does.
+func (h *h2Conn) deadlineLoop(t *weft.Task) error {
+	for {
+		now := t.Now().UnixNano()
+		var next int64
+		reset := false
+		h.mu.Lock()
+		for _, s := range h.streams {
+			if s.readDL != 0 && !s.remoteClosed && s.readErr == nil {
+				if s.readDL <= now {
+					s.readErr = errH2ReadTimeout
+					s.bodyClosed = true // later DATA is discarded
+					s.signal()
+				} else if next == 0 || s.readDL < next {
+					next = s.readDL
+				}
+			}
+			if s.writeDL != 0 && !s.localClosed && !s.reset {
+				if s.writeDL <= now {
+					h.resetLocked(s, http2.ErrCodeInternal, errH2WriteTimeout)
+					reset = true
+				} else if next == 0 || s.writeDL < next {
+					next = s.writeDL
+				}
+			}
+		}
+		h.dlNext = next
+		h.mu.Unlock()
+		if reset {
+			h.wakeWriter()
+		}
+		var err error
+		if next == 0 {
+			_, err = h.dlWake.Recv(t)
+		} else {
+			var v struct{}
+			_, err = weft.Select(t, weft.RecvCase(h.dlWake, &v), weft.AfterCase(time.Duration(next-now)))
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// setDeadlineLocked tells the keeper of a stream's new deadline dl
+// (UnixNano), starting it if need be; mu held. It reports whether the
+// keeper must be started (by the caller, after unlocking).
+func (h *h2Conn) setDeadlineLocked(dl int64) (start bool) {
+	if !h.keeper {
+		h.keeper = true
+		h.dlWake = weft.NewChan[struct{}](1)
+		return true
+	}
+	if dl != 0 && (h.dlNext == 0 || dl < h.dlNext) {
+		h.dlWake.TrySend(struct{}{})
+	}
+	return false
 }
 
 // end stops the connection after the reader ended with err: every stream
@@ -356,6 +543,9 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 		h.idleDeadline(t)
 		h.in.budget = frameBudget
 		f, err := h.fr.ReadFrame()
+		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
+			f, err = h.readHeaderBlock(hf)
+		}
 		if err != nil {
 			var se http2.StreamError
 			var ce http2.ConnectionError
@@ -381,7 +571,13 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 				return errH2Shutdown
 			}
 			var ne net.Error
-			if h.idleSet && errors.As(err, &ne) && ne.Timeout() {
+			h.mu.Lock()
+			idleSet, gotHead := h.idleSet, h.gotHead
+			h.mu.Unlock()
+			if idleSet && errors.As(err, &ne) && ne.Timeout() {
+				if !gotHead {
+					return h.connError(http2.ErrCodeNo, "no request within ReadHeaderTimeout")
+				}
 				return h.connError(http2.ErrCodeNo, "idle timeout")
 			}
 			return err
@@ -395,16 +591,148 @@ func (h *h2Conn) readLoop(t *weft.Task) error {
 	}
 }
 
-// idleDeadline keeps the read deadline of IdleTimeout while no stream is
-// open.
-func (h *h2Conn) idleDeadline(t *weft.Task) {
-	d := h.sv.s.idleTimeout()
-	if d <= 0 {
+// readHeaderBlock reads the CONTINUATION frames that follow hf, if any,
+// and decodes the header block, as the framer's ReadMetaHeaders does but
+// into storage the reader reuses: the frame returned (h.mh) and its
+// Fields are valid until the next call. Its errors are the framer's: a
+// StreamError for a malformed block (RST_STREAM), a ConnectionError for
+// one that cannot be decoded or is far over the size limit (GOAWAY).
+// Fields past MaxHeaderListSize are dropped and Truncated set (431).
+func (h *h2Conn) readHeaderBlock(hf *http2.HeadersFrame) (http2.Frame, error) {
+	h.mh = http2.MetaHeadersFrame{HeadersFrame: hf}
+	h.fields = h.fields[:0]
+	h.invalid, h.sawRegular = nil, false
+	h.remain, h.tremain = h.cfg.maxHeaderList, h.cfg.maxHeaderList
+	h.dec.SetEmitEnabled(true)
+	frag, ended := hf.HeaderBlockFragment(), hf.HeadersEnded()
+	for {
+		// A block far over the limit is not decoded: the connection ends
+		// (as the framer does), and so after an invalid field, whose
+		// block's size is no longer counted.
+		if int64(len(frag)) > 2*int64(h.remain+h.tremain) {
+			return nil, http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		if h.invalid != nil {
+			return nil, http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		if _, err := h.dec.Write(frag); err != nil {
+			return nil, http2.ConnectionError(http2.ErrCodeCompression)
+		}
+		if ended {
+			break
+		}
+		f, err := h.fr.ReadFrame() // a CONTINUATION of hf's stream: the framer checks
+		if err != nil {
+			return nil, err
+		}
+		cf := f.(*http2.ContinuationFrame)
+		frag, ended = cf.HeaderBlockFragment(), cf.HeadersEnded()
+	}
+	if err := h.dec.Close(); err != nil {
+		return nil, http2.ConnectionError(http2.ErrCodeCompression)
+	}
+	h.mh.Fields = h.fields
+	if cap(h.fields) > 256 {
+		h.fields = nil
+	}
+	if h.invalid != nil {
+		return nil, http2.StreamError{StreamID: hf.StreamID, Code: http2.ErrCodeProtocol, Cause: h.invalid}
+	}
+	if err := checkPseudos(h.mh.PseudoFields()); err != nil {
+		return nil, http2.StreamError{StreamID: hf.StreamID, Code: http2.ErrCodeProtocol, Cause: err}
+	}
+	return &h.mh, nil
+}
+
+// emitField takes one decoded field of a header block (the decoder's
+// emit function): it checks it, counts it against the header list's
+// limit, and keeps it.
+func (h *h2Conn) emitField(hf hpack.HeaderField) {
+	if !httpguts.ValidHeaderFieldValue(hf.Value) {
+		h.invalid = fmt.Errorf("invalid header field value for %q", hf.Name)
+	}
+	if strings.HasPrefix(hf.Name, ":") {
+		if h.sawRegular {
+			h.invalid = errors.New("pseudo header field after regular")
+		}
+	} else {
+		h.sawRegular = true
+		if !validWireName(hf.Name) {
+			h.invalid = fmt.Errorf("invalid header field name %q", hf.Name)
+		}
+	}
+	if h.invalid != nil {
+		h.dec.SetEmitEnabled(false)
 		return
 	}
+	remain, size := &h.remain, hf.Size()
+	if hf.Name == "trailer" {
+		// Each name it declares costs a field's overhead, as the framer counts.
+		n := uint32(strings.Count(hf.Value, ",") + 1)
+		remain, size = &h.tremain, uint32(len(hf.Value))-n+1+n*hpack.HeaderField{}.Size()
+	}
+	if size > *remain {
+		h.dec.SetEmitEnabled(false)
+		h.mh.Truncated = true
+		h.remain, h.tremain = 0, 0
+		return
+	}
+	*remain -= size
+	h.fields = append(h.fields, hf)
+}
+
+// validWireName reports whether a field name is a token without upper
+// case letters (RFC 9113 section 8.2.1).
+func validWireName(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !httpguts.IsTokenRune(rune(c)) || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPseudos reports a request's pseudo-header fields that are unknown,
+// repeated or of a response.
+func checkPseudos(pf []hpack.HeaderField) error {
+	for i, hf := range pf {
+		switch hf.Name {
+		case ":method", ":path", ":scheme", ":authority", ":protocol":
+		default:
+			return fmt.Errorf("invalid pseudo-header %q", hf.Name)
+		}
+		for _, prev := range pf[:i] {
+			if hf.Name == prev.Name {
+				return fmt.Errorf("duplicate pseudo-header %q", hf.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// idleDeadline keeps the read deadline of IdleTimeout while no stream is
+// open (after the first HEADERS: until then, serveH2's).
+func (h *h2Conn) idleDeadline(t *weft.Task) {
 	h.mu.Lock()
-	idle := len(h.streams) == 0 && h.handlers == 0
+	h.idleDeadlineLocked(t)
 	h.mu.Unlock()
+}
+
+// idleDeadlineLocked is idleDeadline with mu held. The reader calls it
+// before each frame, and the writer after each round: the connection
+// goes idle as the writer sends a response's end or as a handler ends
+// (which wakes the writer), while the reader waits for the next frame.
+// The deadline is set on the calling task's clock.
+func (h *h2Conn) idleDeadlineLocked(t *weft.Task) {
+	if !h.gotHead || h.dead != nil {
+		return
+	}
+	d := h.sv.s.idleTimeout()
+	idle := d > 0 && len(h.streams) == 0 && h.handlers == 0
 	if idle && !h.idleSet {
 		h.idleSet = true
 		h.c.wc.SetReadDeadline(t.Now().Add(d))
@@ -447,24 +775,50 @@ func (h *h2Conn) queueCtl(f h2Ctl) error {
 	return nil
 }
 
-// locked runs f under mu; an h2ConnError it returns becomes the
-// connection's error.
+// locked runs f under mu, in the reader; an h2ConnError it returns
+// becomes the connection's error.
 func (h *h2Conn) locked(f func() error) error {
 	h.mu.Lock()
 	err := f()
 	// The writer runs only if there is something for it.
-	wake := len(h.ctl) > 0 || len(h.ready) > 0 || h.goAway || h.dead != nil ||
+	return h.unlockWake(err)
+}
+
+// unlockWake releases mu, wakes the writer if there is something for
+// it, and makes an h2ConnError err the connection's error; the reader's.
+// While the reader has more frames buffered, the wake-up waits until it
+// has acted on them (wakeDeferred): so a PING's acknowledgement that
+// comes before a request leaves with its response, the request's task
+// having been started before the writer was woken.
+func (h *h2Conn) unlockWake(err error) error {
+	wake := len(h.ctl) > 0 || len(h.ready) > h.readyHead || h.goAway || h.dead != nil ||
 		h.recvOwed >= int64(h.cfg.connWin)/2
 	h.mu.Unlock()
 	if wake {
-		h.wakeWriter()
+		if h.in.r < h.in.w {
+			h.wakeLater = true
+		} else {
+			h.wakeLater = false
+			h.wakeWriter()
+		}
 	}
-	var ce h2ConnError
-	if errors.As(err, &ce) {
+	if err == nil {
+		return nil
+	}
+	if ce, ok := err.(h2ConnError); ok {
 		h.cfg.countErr("conn_" + ce.code.String())
 		return h.connError(ce.code, ce.msg)
 	}
 	return err
+}
+
+// wakeDeferred wakes the writer if unlockWake left it for later: the
+// reader is about to read from the transport.
+func (h *h2Conn) wakeDeferred() {
+	if h.wakeLater {
+		h.wakeLater = false
+		h.wakeWriter()
+	}
 }
 
 // onStreamError answers a stream error the framer found: RST_STREAM.
@@ -495,11 +849,14 @@ func (h *h2Conn) onFrame(t *weft.Task, f http2.Frame) error {
 	case *http2.DataFrame:
 		return h.locked(func() error { return h.onData(f) })
 	case *http2.MetaHeadersFrame:
-		var start *h2Stream
-		err := h.locked(func() (err error) {
-			start, err = h.onHeaders(t, f)
-			return err
-		})
+		h.mu.Lock()
+		if !h.gotHead {
+			h.gotHead = true
+			h.idleSet = false
+			h.c.wc.SetReadDeadline(time.Time{})
+		}
+		start, err := h.onHeaders(t, f)
+		err = h.unlockWake(err)
 		if start != nil {
 			h.startStream(start)
 		}
@@ -753,6 +1110,17 @@ func (h *h2Conn) onHeaders(t *weft.Task, f *http2.MetaHeadersFrame) (*h2Stream, 
 	if code != http2.ErrCodeNo {
 		return nil, h.queueCtl(h2Ctl{kind: ctlRST, id: id, code: code})
 	}
+	if srv := h.sv.s; srv.ReadTimeout > 0 || srv.WriteTimeout > 0 {
+		now := t.Now()
+		if srv.ReadTimeout > 0 && !f.StreamEnded() {
+			s.readDL = now.Add(srv.ReadTimeout).UnixNano()
+			h.setDeadlineLocked(s.readDL)
+		}
+		if srv.WriteTimeout > 0 {
+			s.writeDL = now.Add(srv.WriteTimeout).UnixNano()
+			h.setDeadlineLocked(s.writeDL)
+		}
+	}
 	h.streams[id] = s
 	if f.StreamEnded() {
 		s.remoteClosed = true
@@ -795,6 +1163,7 @@ func (h *h2Conn) releaseInLocked(s *h2Stream) {
 func (h *h2Conn) removeLocked(s *h2Stream) {
 	if h.streams[s.id] == s {
 		delete(h.streams, s.id)
+		h.releaseLocked(s)
 	}
 }
 

@@ -5,6 +5,16 @@ package whttp
 // handed to the writer. The stream is the request's context too (its
 // Done ends when the peer resets the stream, the connection goes, or the
 // handler returns).
+//
+// As on the HTTP/1.1 path (reuse.go), the stream is the one object
+// allocated for every request: it is the ResponseWriter and the
+// context, and stays valid for what they promise after the request
+// ends. The *http.Request, its URL and header, the response's header and
+// the stream's buffers are an h2State, taken from a pool as the stream
+// opens and given back once the handler has returned and the writer is
+// done with the stream (h2Conn.releaseLocked); with the retention check
+// on (reuse.go) nothing is pooled and retire writes over them as the
+// handler returns.
 
 import (
 	"context"
@@ -34,12 +44,19 @@ type h2Stream struct {
 	t    *weft.Task              // the handler's task, once it runs
 	task *weft.Promise[struct{}] // mu
 	wake *weft.Chan[struct{}]    // wakes the handler's task
+	st   *h2State                // mu: the reused parts, until released
+	body *h2Body                 // the request's body, nil if none
 
-	// The context (see newStream).
-	base   context.Context
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	cause  error // mu
+	// The context costs nothing until it is asked to wait: the first
+	// Done makes a context.WithCancelCause of the connection's base
+	// context, which the end of the stream cancels.
+	real     context.Context         // mu
+	cancel   context.CancelCauseFunc // mu
+	ended    bool                    // mu: the context ended
+	endCause error                   // mu: why
+	cause    error                   // mu: why the stream was reset
+
+	handlerEnded bool // mu: the handler's task is done with the state
 
 	reset        bool  // mu: reset (by either side) or the connection died
 	remoteClosed bool  // mu: the peer ended its side
@@ -47,6 +64,9 @@ type h2Stream struct {
 	queued       bool  // mu: in h.ready
 	declLen      int64 // content-length, -1 if none
 	gotLen       int64 // mu: body bytes received
+	readDL       int64 // mu: the body's deadline (UnixNano), 0 if none
+	writeDL      int64 // mu: the response's deadline, 0 if none
+	readErr      error // mu: the body's deadline passed
 
 	// The request body.
 	in         []byte // mu: received, not read
@@ -64,6 +84,68 @@ type h2Stream struct {
 	outEnd   bool                // mu: the handler is done
 	trailers []hpack.HeaderField // mu
 	sendWin  int64               // mu
+	hdrsArr  [2]h2Headers        // hdrs' first storage
+}
+
+// h2State is what a stream reuses of earlier streams (see above).
+type h2State struct {
+	req    http.Request
+	url    url.URL
+	hdr    http.Header
+	alloc  headAlloc
+	rhdr   http.Header
+	fields []hpack.HeaderField // the response's header block
+	buf    []byte              // h2Response.buf
+	out    []byte              // h2Stream.out
+}
+
+var h2StatePool sync.Pool
+
+// getH2State returns a state for a new stream: a pooled one, or a new
+// one with the retention check on.
+func getH2State() *h2State {
+	if checkRetention {
+		return new(h2State)
+	}
+	st, _ := h2StatePool.Get().(*h2State)
+	if st == nil {
+		st = new(h2State)
+	}
+	return st
+}
+
+// reusedHeader returns m emptied, or a new map.
+func reusedHeader(m http.Header, n int) http.Header {
+	if m == nil || len(m) > 64 {
+		return make(http.Header, n)
+	}
+	clear(m)
+	return m
+}
+
+// releaseLocked gives s's state back to the pool once nothing uses it
+// any more: the handler returned, the writer does not hold s, and s left
+// the connection's streams (so the reader does not find it); mu held.
+func (h *h2Conn) releaseLocked(s *h2Stream) {
+	st := s.st
+	if st == nil || !s.handlerEnded || s.queued || h.streams[s.id] == s {
+		return
+	}
+	s.st = nil
+	if checkRetention {
+		return
+	}
+	if cap(s.rw.buf) <= 2*h2ResponseBuf {
+		st.buf = s.rw.buf[:0]
+	}
+	if cap(s.out) <= h2StreamOutBuf {
+		st.out = s.out[:0]
+	}
+	s.rw.buf, s.out, s.outOff, s.hdrs = nil, nil, 0, nil
+	s.rw.header = nil
+	s.req = nil
+	st.req = http.Request{}
+	h2StatePool.Put(st)
 }
 
 // h2Headers is one header block queued for the writer.
@@ -88,7 +170,15 @@ func (s *h2Stream) waker() *weft.Chan[struct{}] {
 }
 
 // endCtxLocked ends the stream's context; mu held.
-func (s *h2Stream) endCtxLocked(cause error) { s.cancel(cause) }
+func (s *h2Stream) endCtxLocked(cause error) {
+	if s.ended {
+		return
+	}
+	s.ended, s.endCause = true, cause
+	if s.cancel != nil {
+		s.cancel(cause)
+	}
+}
 
 // hasOutput reports whether the writer has something of s to send now;
 // mu held.
@@ -157,7 +247,11 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 	} else if scheme == "" || path == "" || !(path[0] == '/' || path == "*" && method == http.MethodOptions) {
 		return nil, http2.ErrCodeProtocol
 	}
-	hdr := make(http.Header, len(f.Fields))
+	st := getH2State()
+	st.hdr = reusedHeader(st.hdr, len(f.Fields))
+	clear(st.alloc.vals)
+	st.alloc.vals = st.alloc.vals[:0]
+	hdr := st.hdr
 	var cookies []string
 	declLen := int64(-1)
 	for _, hf := range f.RegularFields() {
@@ -179,7 +273,11 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 			declLen = int64(n)
 		}
 		k := canonicalHeader(hf.Name)
-		hdr[k] = append(hdr[k], hf.Value)
+		if vv := hdr[k]; vv != nil {
+			hdr[k] = append(vv, hf.Value)
+		} else {
+			hdr[k] = st.alloc.value(hf.Value)
+		}
 	}
 	if len(cookies) > 0 {
 		hdr["Cookie"] = []string{strings.Join(cookies, "; ")}
@@ -187,33 +285,30 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 	if authority == "" {
 		authority = hdr.Get("Host")
 	}
-	var u *url.URL
-	var err error
+	u := &st.url
 	if method == http.MethodConnect {
-		u = &url.URL{Host: authority}
+		*u = url.URL{Host: authority}
 		path = authority
 	} else if path == "*" {
-		u = &url.URL{Path: "*"}
+		*u = url.URL{Path: "*"}
 	} else {
-		u, err = url.ParseRequestURI(path)
-		if err != nil {
+		var err error
+		if u, err = parseTarget(u, method, path); err != nil {
 			return nil, http2.ErrCodeProtocol
 		}
 	}
 	s := &h2Stream{
 		h:       h,
 		id:      id,
+		st:      st,
 		declLen: declLen,
 		recvWin: h.cfg.streamWin,
 		sendWin: int64(h.peerInitWin),
+		out:     st.out[:0],
 	}
-	// A cancelCtx of the context package (rather than a Done channel of
-	// the stream's own): contexts derived from r.Context() then end with
-	// it at once, without a goroutine each (the context package finds it
-	// through Value).
-	s.base = h.reqContext()
-	s.ctx, s.cancel = context.WithCancelCause(s.base)
-	req := &http.Request{
+	s.hdrs = s.hdrsArr[:0]
+	req := &st.req
+	*req = http.Request{
 		Method:     method,
 		URL:        u,
 		Proto:      "HTTP/2.0",
@@ -231,7 +326,8 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 		req.Body = http.NoBody
 	} else {
 		req.ContentLength = declLen
-		req.Body = &h2Body{s: s}
+		s.body = &h2Body{s: s}
+		req.Body = s.body
 		if vv := hdr["Trailer"]; len(vv) > 0 {
 			req.Trailer = make(http.Header)
 			for _, v := range vv {
@@ -253,15 +349,20 @@ func (h *h2Conn) newStream(id uint32, f *http2.MetaHeadersFrame) (*h2Stream, htt
 	if f.Truncated {
 		s.rw.status431 = true
 	}
-	s.req = req.WithContext(s)
+	s.req = setContext(req, s)
 	s.rw.s = s
-	s.rw.header = make(http.Header)
+	st.rhdr = reusedHeader(st.rhdr, 4)
+	s.rw.header = st.rhdr
+	s.rw.buf = st.buf[:0]
 	return s, http2.ErrCodeNo
 }
 
 // setTrailer fills the request's trailer from a trailing HEADERS block;
-// mu held.
+// mu held. Once the handler has returned, no one can read it.
 func (s *h2Stream) setTrailer(fields []hpack.HeaderField) {
+	if s.handlerEnded {
+		return
+	}
 	if s.req.Trailer == nil {
 		s.req.Trailer = make(http.Header)
 	}
@@ -273,10 +374,49 @@ func (s *h2Stream) setTrailer(fields []hpack.HeaderField) {
 
 // The stream as the request's context: its values are the connection's
 // and the task's (TaskOf).
-func (s *h2Stream) Deadline() (time.Time, bool) { return s.base.Deadline() }
+func (s *h2Stream) Deadline() (time.Time, bool) { return s.h.reqContext().Deadline() }
 
-func (s *h2Stream) Done() <-chan struct{} { return s.ctx.Done() }
-func (s *h2Stream) Err() error            { return s.ctx.Err() }
+// Done returns a channel closed when the stream ends (see h2Stream).
+func (s *h2Stream) Done() <-chan struct{} {
+	h := s.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.realLocked().Done()
+}
+
+// realLocked returns the stream's real context, made now if need be;
+// mu held.
+func (s *h2Stream) realLocked() context.Context {
+	if s.real == nil {
+		s.real, s.cancel = context.WithCancelCause(s.h.reqContext())
+		if s.ended {
+			s.cancel(s.endCause)
+		}
+	}
+	return s.real
+}
+
+// Err returns nil while the stream runs, then context.Canceled (or the
+// base context's error, if that ended first).
+func (s *h2Stream) Err() error {
+	h := s.h
+	h.mu.Lock()
+	switch {
+	case s.real != nil:
+		h.mu.Unlock()
+		return s.real.Err()
+	case s.ended:
+		h.mu.Unlock()
+		return context.Canceled
+	}
+	h.mu.Unlock()
+	return h.reqContext().Err()
+}
+
+// Value returns the handler's task for TaskOf, the server for
+// http.ServerContextKey, and otherwise the base context's values; once
+// the stream has ended, or a Done made it, the real context answers
+// (context.Cause finds the cause through it).
 func (s *h2Stream) Value(key any) any {
 	if _, ok := key.(taskKey); ok {
 		return s.t
@@ -284,7 +424,17 @@ func (s *h2Stream) Value(key any) any {
 	if key == http.ServerContextKey {
 		return s.h.sv.s
 	}
-	return s.ctx.Value(key)
+	h := s.h
+	h.mu.Lock()
+	real := s.real
+	if real == nil && s.ended {
+		real = s.realLocked()
+	}
+	h.mu.Unlock()
+	if real != nil {
+		return real.Value(key)
+	}
+	return h.reqContext().Value(key)
 }
 
 // run is the stream's task: it runs the handler and finishes the
@@ -296,6 +446,8 @@ func (s *h2Stream) run(t *weft.Task) (struct{}, error) {
 	defer func() {
 		h.mu.Lock()
 		s.endCtxLocked(context.Canceled)
+		s.handlerEnded = true
+		h.releaseLocked(s)
 		h.mu.Unlock()
 	}()
 	func() {
@@ -320,9 +472,10 @@ func (s *h2Stream) run(t *weft.Task) (struct{}, error) {
 		s.rw.finish(t)
 	}()
 	s.rw.done = true
-	if b, ok := s.req.Body.(*h2Body); ok {
-		b.Close()
+	if s.body != nil {
+		s.body.Close()
 	}
+	retire(s.req, s.rw.header)
 	return struct{}{}, nil
 }
 
@@ -390,6 +543,11 @@ func (b *h2Body) Read(p []byte) (int, error) {
 			h.mu.Unlock()
 			return 0, err
 		}
+		if s.readErr != nil {
+			err := s.readErr
+			h.mu.Unlock()
+			return 0, err
+		}
 		if s.remoteClosed {
 			h.mu.Unlock()
 			return 0, io.EOF
@@ -442,7 +600,14 @@ const h2ResponseBuf = 4 << 10
 
 var errH2HandlerDone = errors.New("whttp: http2: response used after the handler returned")
 
-func (w *h2Response) Header() http.Header { return w.header }
+// Header returns the response header; after the handler returned, a
+// throwaway one (the header is reused).
+func (w *h2Response) Header() http.Header {
+	if w.done {
+		return http.Header{}
+	}
+	return w.header
+}
 
 // WriteHeader sends an informational (1xx) header at once; a final one
 // is sent with the first flush or write past the buffer, or at the end.
@@ -505,7 +670,7 @@ func (w *h2Response) Write(p []byte) (int, error) {
 		w.buf = append(w.buf, p...)
 		return len(p), nil
 	}
-	if err := w.commit(p, false); err != nil {
+	if err := w.commit(p, false, -1); err != nil {
 		return 0, err
 	}
 	if err := w.s.queueData(w.buf); err != nil {
@@ -532,7 +697,7 @@ func (w *h2Response) FlushError() error {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if err := w.commit(nil, false); err != nil {
+	if err := w.commit(nil, false, -1); err != nil {
 		return err
 	}
 	if len(w.buf) > 0 {
@@ -546,16 +711,59 @@ func (w *h2Response) FlushError() error {
 // EnableFullDuplex does nothing: HTTP/2 is full duplex.
 func (w *h2Response) EnableFullDuplex() error { return nil }
 
-// SetReadDeadline and SetWriteDeadline are not supported per stream.
-func (w *h2Response) SetReadDeadline(time.Time) error  { return http.ErrNotSupported }
-func (w *h2Response) SetWriteDeadline(time.Time) error { return http.ErrNotSupported }
+// SetReadDeadline sets the deadline of the stream's request body (for
+// http.ResponseController), replacing Server.ReadTimeout's; the zero
+// time means none. Past it, body reads fail with an error matching
+// os.ErrDeadlineExceeded.
+func (w *h2Response) SetReadDeadline(d time.Time) error {
+	return w.setDeadline(d, func(s *h2Stream, dl int64) { s.readDL = dl })
+}
+
+// SetWriteDeadline sets the deadline of the stream's response (for
+// http.ResponseController), replacing Server.WriteTimeout's; the zero
+// time means none. Past it, the stream is reset and the handler's
+// context cancelled, with an error matching os.ErrDeadlineExceeded.
+func (w *h2Response) SetWriteDeadline(d time.Time) error {
+	return w.setDeadline(d, func(s *h2Stream, dl int64) { s.writeDL = dl })
+}
+
+func (w *h2Response) setDeadline(d time.Time, set func(*h2Stream, int64)) error {
+	if w.done {
+		return errH2HandlerDone
+	}
+	s, h := w.s, w.s.h
+	var dl int64
+	if !d.IsZero() {
+		dl = max(d.UnixNano(), 1)
+	}
+	h.mu.Lock()
+	if s.reset || h.dead != nil {
+		err := s.streamErr()
+		h.mu.Unlock()
+		return err
+	}
+	set(s, dl)
+	start := h.setDeadlineLocked(dl)
+	h.mu.Unlock()
+	if start {
+		h.g.GoDaemon(h.deadlineLoop)
+	}
+	return nil
+}
 
 // commit queues the final header, if not yet; more is the body's next
-// bytes (for sniffing), end says the response ends with it.
-func (w *h2Response) commit(more []byte, end bool) error {
+// bytes (for sniffing), end says the response ends with it, clen is the
+// Content-Length to send (-1: none added).
+func (w *h2Response) commit(more []byte, end bool, clen int) error {
 	if w.committed {
 		return nil
 	}
+	return w.s.queueHeaders(w.headerFields(more, clen), end)
+}
+
+// headerFields commits the response: it returns the final header's
+// fields (see commit).
+func (w *h2Response) headerFields(more []byte, clen int) []hpack.HeaderField {
 	w.committed = true
 	if w.s.expect100 && !w.s.sent100 {
 		w.s.sent100 = true // the body is not wanted: no 100 Continue
@@ -568,13 +776,26 @@ func (w *h2Response) commit(more []byte, end bool) error {
 		}
 		hdr.Set("Content-Type", http.DetectContentType(sniff))
 	}
-	fields := make([]hpack.HeaderField, 0, 4+len(hdr))
+	if clen >= 0 && len(hdr["Content-Length"]) > 0 {
+		hdr.Set("Content-Length", strconv.Itoa(clen))
+		clen = -1
+	}
+	var fields []hpack.HeaderField
+	if st := w.s.st; st != nil {
+		fields = st.fields[:0]
+	}
 	fields = append(fields, hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
 	fields = appendFields(fields, hdr, w.trailerKeys)
+	if clen >= 0 {
+		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(clen)})
+	}
 	if len(hdr["Date"]) == 0 {
 		fields = append(fields, hpack.HeaderField{Name: "date", Value: h2Date()})
 	}
-	return w.s.queueHeaders(fields, end)
+	if st := w.s.st; st != nil {
+		st.fields = fields
+	}
+	return fields
 }
 
 // finish ends the response as the handler returns.
@@ -583,11 +804,23 @@ func (w *h2Response) finish(t *weft.Task) {
 		w.WriteHeader(http.StatusOK)
 	}
 	trailers := w.trailerFields()
-	if !w.committed {
-		if w.clen < 0 && bodyAllowed(w.status) && trailers == nil && w.s.req.Method != http.MethodHead {
-			w.header.Set("Content-Length", strconv.Itoa(len(w.buf)))
+	if !w.committed && len(w.buf) > 0 && trailers == nil {
+		// A small response, whole: its header, body and end go to the
+		// writer at once, so that they leave in one write.
+		clen := -1
+		if w.clen < 0 && w.s.req.Method != http.MethodHead {
+			clen = len(w.buf)
 		}
-		if err := w.commit(nil, len(w.buf) == 0 && trailers == nil); err != nil {
+		w.s.queueWhole(w.headerFields(nil, clen), w.buf)
+		w.buf = w.buf[:0]
+		return
+	}
+	if !w.committed {
+		clen := -1
+		if w.clen < 0 && bodyAllowed(w.status) && trailers == nil && w.s.req.Method != http.MethodHead {
+			clen = len(w.buf)
+		}
+		if err := w.commit(nil, len(w.buf) == 0 && trailers == nil, clen); err != nil {
 			return
 		}
 		if len(w.buf) == 0 && trailers == nil {
@@ -598,7 +831,7 @@ func (w *h2Response) finish(t *weft.Task) {
 		if w.s.queueData(w.buf) != nil {
 			return
 		}
-		w.buf = nil
+		w.buf = w.buf[:0]
 	}
 	w.s.queueEnd(trailers)
 }
@@ -766,6 +999,22 @@ func (s *h2Stream) queueData(p []byte) error {
 		h.wakeWriter()
 	}
 	return nil
+}
+
+// queueWhole hands a whole response to the writer: its header, its
+// body (at most h2ResponseBuf bytes, under h2StreamOutBuf: no wait) and
+// its end, under one lock.
+func (s *h2Stream) queueWhole(fields []hpack.HeaderField, body []byte) {
+	h := s.h
+	h.mu.Lock()
+	if !s.reset && h.dead == nil {
+		s.hdrs = append(s.hdrs, h2Headers{fields: fields})
+		s.out = append(s.out, body...)
+		s.outEnd = true
+		h.readyLocked(s)
+	}
+	h.mu.Unlock()
+	h.wakeWriter()
 }
 
 // queueEnd ends the response, with trailers if any.

@@ -334,6 +334,12 @@ func TestH2cCurl(t *testing.T) {
 	if got := curl(t, ts.url("/")); got != "HTTP/1.1 GET " {
 		t.Fatalf("curl HTTP/1.1: %q", got)
 	}
+	// --http2 on an http:// URL asks for the Upgrade: h2c handshake,
+	// which whttp does not offer (as net/http): it is answered over
+	// HTTP/1.1, and curl goes on with it.
+	if got := curl(t, "--http2", "-d", "abc", ts.url("/")); got != "HTTP/1.1 POST abc" {
+		t.Fatalf("curl --http2 (Upgrade: h2c): %q", got)
+	}
 }
 
 // net/http's own client, with Protocols asking for unencrypted HTTP/2.

@@ -25,6 +25,7 @@ func (h *h2Conn) writeLoop(t *weft.Task) (struct{}, error) {
 			h.writePreamble()
 		}
 		finished := h.gather()
+		h.idleDeadlineLocked(t)
 		out = h.wbuf.b
 		h.wbuf.b = nil
 		h.mu.Unlock()
@@ -32,6 +33,7 @@ func (h *h2Conn) writeLoop(t *weft.Task) (struct{}, error) {
 			if d := h.cfg.writeByteTimeout; d > 0 {
 				h.c.wc.SetWriteDeadline(t.Now().Add(d))
 			}
+			h.writes.Add(1)
 			if err := h.tr.write(t, out); err != nil {
 				h.mu.Lock()
 				if h.dead == nil {
@@ -56,6 +58,15 @@ func (h *h2Conn) writeLoop(t *weft.Task) (struct{}, error) {
 		}
 		if _, err := h.wake.Recv(t); err != nil {
 			return struct{}{}, nil
+		}
+		// Woken for control frames alone while handlers run (a PING's
+		// acknowledgement, say, that came with a request): let them run
+		// first, once, so that what they answer goes in the same write.
+		h.mu.Lock()
+		ctlOnly := len(h.ctl) > 0 && len(h.ready) == h.readyHead && h.handlers > 0 && h.dead == nil && !h.goAway
+		h.mu.Unlock()
+		if ctlOnly {
+			t.Yield()
 		}
 	}
 }
@@ -120,10 +131,12 @@ func (h *h2Conn) gather() bool {
 		h.ctl = nil
 	}
 	if h.dead != nil {
-		for _, s := range h.ready {
+		for _, s := range h.ready[h.readyHead:] {
 			s.queued = false
+			h.releaseLocked(s)
 		}
-		h.ready = h.ready[:0]
+		clear(h.ready)
+		h.ready, h.readyHead = h.ready[:0], 0
 		return true
 	}
 	// The connection's window: given back once half of it is owed.
@@ -133,17 +146,22 @@ func (h *h2Conn) gather() bool {
 		h.recvOwed = 0
 	}
 	// The streams, one frame each in turn.
-	for len(h.ready) > 0 && h.wbuf.Len() < h2WriteBatch {
-		s := h.ready[0]
-		h.ready = h.ready[1:]
+	for h.readyHead < len(h.ready) && h.wbuf.Len() < h2WriteBatch {
+		s := h.ready[h.readyHead]
+		h.ready[h.readyHead] = nil
+		h.readyHead++
 		if h.writeStream(s) {
 			h.ready = append(h.ready, s)
 		} else {
 			s.queued = false
+			h.releaseLocked(s)
 		}
 	}
-	if len(h.ready) == 0 {
-		h.ready = h.ready[:0:0]
+	if h.readyHead == len(h.ready) {
+		h.ready, h.readyHead = h.ready[:0], 0
+		if cap(h.ready) > 1024 {
+			h.ready = nil
+		}
 	}
 	if h.goAway && len(h.streams) == 0 && h.handlers == 0 && len(h.waiting) == 0 {
 		h.dead = errH2Shutdown

@@ -65,18 +65,30 @@ type Server struct {
 	// arrived (the first request), the connection is closed without an
 	// answer, as net/http does. (net/http answers 400 when its deadline
 	// falls inside a line of the head and nothing when it falls between
-	// two lines.) Zero: ReadTimeout applies; both zero, no limit.
+	// two lines.) Zero: ReadTimeout applies; both zero, no limit. On an
+	// HTTP/2 connection it bounds the time from the accept to the first
+	// HEADERS frame (then GOAWAY and the close).
 	ReadHeaderTimeout time.Duration
 
 	// ReadTimeout bounds the reading of a whole request, body included.
+	// On HTTP/2 it applies per stream, as net/http's: from the stream's
+	// HEADERS, body reads past it fail with an error matching
+	// os.ErrDeadlineExceeded (ResponseController.SetReadDeadline moves
+	// it).
 	ReadTimeout time.Duration
 
 	// WriteTimeout bounds the time from the end of the request header to
-	// the end of the response.
+	// the end of the response. On HTTP/2 it applies per stream, as
+	// net/http's: past it the stream is reset (INTERNAL_ERROR) and its
+	// handler's context cancelled with an error matching
+	// os.ErrDeadlineExceeded (ResponseController.SetWriteDeadline moves
+	// it).
 	WriteTimeout time.Duration
 
 	// IdleTimeout is how long a keep-alive connection may wait for its next
-	// request before it is closed. Zero: ReadTimeout; both zero, no limit.
+	// request before it is closed (an HTTP/2 connection with no stream
+	// open: GOAWAY, then the close). Zero: ReadTimeout; both zero, no
+	// limit.
 	IdleTimeout time.Duration
 
 	// MaxHeaderBytes bounds the request line and header: past it plus 4096
@@ -117,7 +129,10 @@ type Server struct {
 	// net/http's meaning: nil is HTTP/1 and, over TLS, HTTP/2 (offered
 	// by ALPN as "h2"); SetUnencryptedHTTP2(true) serves HTTP/2 over
 	// cleartext connections that open with its preface (h2c with prior
-	// knowledge). See the package doc, HTTP/2.
+	// knowledge). As net/http since Go 1.24, the HTTP/1.1 "Upgrade: h2c"
+	// handshake is not offered (RFC 9113 deprecates it): such a request
+	// is answered over HTTP/1.1, which its clients (curl --http2) go on
+	// with. See the package doc, HTTP/2.
 	Protocols *http.Protocols
 
 	// HTTP2, if not nil, sets HTTP/2's limits, with net/http's meaning

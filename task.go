@@ -78,12 +78,13 @@ type taskExtra struct {
 	kaPrev, kaNext *Task
 	kaLinked       bool
 	finish         *finishHook // callbacks to run when the task finishes (finish.go)
+	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
+
 	// dropped, set while a task that has not started waits (waitUnstarted),
 	// runs if the Run unwinds before the task could start (loop.unwind):
 	// what the task's function would have released (GoWhenReadable closes
 	// its Conn).
 	dropped func()
-	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
 }
 
 // ensureExtra returns t's extra record, making it on first use. Only

@@ -220,6 +220,13 @@ func (c *conn) serveGroup(t *weft.Task, resumed bool, parked *bool) error {
 		return nil
 	})
 	if *parked {
+		// Nothing of this task stays reachable from c while it waits (its
+		// cell, its records, the requests' group): the resume sets them
+		// anew.
+		c.mu.Lock()
+		c.group = nil
+		c.mu.Unlock()
+		c.t, c.nc = nil, nil
 		// The last thing this task does with c: from here on a new task
 		// (resume), perhaps already running, owns it.
 		c.sv.group.GoWhenReadable(c.wc, func(t *weft.Task) error { return t.Protect(c.resume) })

@@ -133,8 +133,12 @@ func (c *Conn) awaitReadable(ri readableImpl, t *Task, pc uintptr) {
 			d.arm(l, w)
 		}
 	}
+	if l.aborted {
+		c.Close() // the Run is torn down: t will never start (see GoWhenReadable)
+		return
+	}
 	if !ready {
-		ready = t.cancelled.Load() || l.aborted || c.closed.Load() || ri.armReadable(l, t)
+		ready = t.cancelled.Load() || c.closed.Load() || ri.armReadable(l, t)
 	}
 	if ready {
 		l.ready(t)

@@ -286,7 +286,7 @@ func (l *loop) unwind() {
 	var dropped []func()
 	l.rs.lock()
 	l.rs.walkTasks(func(t *Task) {
-		if t.loop == l && t.co == nil && t.state == stateWaiting && t.extra != nil && t.extra.dropped != nil {
+		if t.loop == l && t.co == nil && t.extra != nil && t.extra.dropped != nil { // waiting, or woken and never run
 			dropped = append(dropped, t.extra.dropped)
 			t.extra.dropped = nil
 		}

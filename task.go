@@ -80,8 +80,8 @@ type taskExtra struct {
 	finish         *finishHook // callbacks to run when the task finishes (finish.go)
 	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
 
-	// dropped, set while a task that has not started waits (waitUnstarted),
-	// runs if the Run unwinds before the task could start (loop.unwind):
+	// dropped, set by waitUnstarted until the task starts, runs if the Run
+	// unwinds before the task could start (loop.unwind):
 	// what the task's function would have released (GoWhenReadable closes
 	// its Conn).
 	dropped func()

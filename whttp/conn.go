@@ -6,10 +6,11 @@ package whttp
 // back to a pool, and the wait reads into a small landing buffer of the
 // connection's own (a small request arrives whole in it, so waiting costs
 // no extra read). Between the requests of a plain HTTP/1.1 keep-alive
-// connection it holds no task either: once no pipelined request is
-// buffered, the task ends and the connection waits in the server group's
-// GoWhenReadable (park), a record on its fd, until the next request's
-// bytes start a new task (resume), which goes on with the same conn. Responses are flushed before the task waits for input,
+// connection idle for longer than parkAfter it holds no task either: once
+// no pipelined request is buffered and none came within parkAfter, the
+// task ends and the connection waits in the server group's GoWhenReadable
+// (park), a record on its fd, until the next request's bytes start a new
+// task (resume), which goes on with the same conn. Responses are flushed before the task waits for input,
 // so pipelined requests get their responses in order and in as few writes
 // as can be. The task also keeps the connection's deadlines (the header's,
 // the idle wait's) and closes it, gently after a response and at once
@@ -17,8 +18,10 @@ package whttp
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -26,6 +29,10 @@ import (
 
 	"github.com/weft-go/weft"
 )
+
+// parkAfter is how long an idle keep-alive connection waits for its next
+// request in its task before it parks (waits with no task: see run).
+const parkAfter = 5 * time.Millisecond
 
 // closeLinger bounds how long a connection that is closed after a response
 // reads and discards what the client still sends, after it has shut down
@@ -401,6 +408,21 @@ func (c *conn) waitRequest(t *weft.Task, first bool) int {
 		return waitEnd
 	}
 	if !first && c.tls == nil && c.sv.group != nil {
+		// A busy keep-alive connection's next request comes within
+		// moments: the connection waits for it in its task for up to
+		// parkAfter, and only one idle for longer parks (a task per
+		// request would cost a busy connection more than it saves).
+		if linger := t.Now().Add(parkAfter); deadline.IsZero() || linger.Before(deadline) {
+			c.setReadDeadline(linger)
+			n, err := c.nc.Read(c.land[:])
+			if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				if !c.startRequest(t, n, err, false) {
+					return waitEnd
+				}
+				return waitGo
+			}
+			c.setReadDeadline(deadline)
+		}
 		return waitPark // idle stays set: the stop closes c, which ends the wait
 	}
 	if !c.readRequestStart(t, first) {
@@ -415,6 +437,12 @@ func (c *conn) waitRequest(t *weft.Task, first bool) int {
 // timeout, the server's stop).
 func (c *conn) readRequestStart(t *weft.Task, first bool) bool {
 	n, err := c.nc.Read(c.land[:])
+	return c.startRequest(t, n, err, first)
+}
+
+// startRequest readies c to serve the request whose first n bytes a read
+// into the landing buffer returned (with err), as readRequestStart says.
+func (c *conn) startRequest(t *weft.Task, n int, err error, first bool) bool {
 	c.idle.Store(false)
 	if n == 0 || err != nil || c.stopIt.Load() {
 		return false

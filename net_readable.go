@@ -48,13 +48,13 @@ type readableImpl interface {
 // group's limit (SetLimit), where it first waits for a slot as Go does: a
 // registered wait counts as a task of the group. It is not a cancellation
 // point. The wait belongs to the group: Group does not return while it
-// is registered, and cancelling the group ends it. f then still runs, once,
-// as the group's task, and sees the cancellation at its first suspension
-// point (a first Read that finds nothing to read returns the cause,
-// matching context.Canceled), so
-// that f is always the one that releases c: f runs exactly once, whatever
-// ends the wait. The one exception is a Run torn down by runtime.Goexit
-// before f could start: then c is closed for it.
+// is registered, and cancelling the group ends it. f then still runs,
+// once, as the group's task, and sees the cancellation at its first
+// suspension point (a first Read that finds nothing to read returns the
+// cause, matching context.Canceled), so that f is always the one that
+// releases c: f runs exactly once, whatever ends the wait. The one
+// exception is a Run torn down by runtime.Goexit before f could start:
+// then c is closed for it.
 //
 // A typical server hands a connection to a new wait after each burst of
 // requests, when its last read returned less than its buffer:
@@ -62,8 +62,9 @@ type readableImpl interface {
 //	g.GoWhenReadable(c, func(t *weft.Task) error { return serveBurst(t, g, c) })
 //
 // Only one task may wait for c's readability at a time, in Read or in
-// GoWhenReadable; c must be a Conn of the group's Run (a misuse panics
-// with a "weft:" message). On the epoll and io_uring backends the wait
+// GoWhenReadable (this is not checked). A nil c or f, a Conn of another
+// Run, or a call after Group returned or from outside the group's Run
+// panics with a "weft:" message. On the epoll and io_uring backends the wait
 // holds no goroutine. On the portable backend (WEFT_BACKEND=portable, and
 // systems other than Linux) and for a connection of a Network
 // (WithNetwork, simnet), which wait for readability only inside a Read,

@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/weft-go/weft"
 )
@@ -106,9 +108,9 @@ func Conn(t *weft.Task, c *weft.Conn) error {
 // Burst echoes what c's client sends while it keeps sending: from a pooled
 // LandingSize buffer, or a BufferSize one while reads fill the landing
 // buffer. After a read that drained the socket (it returned less than its
-// buffer) it gives its buffers back, hands c to g.GoWhenReadable with
-// next (which calls Burst again) and returns: the connection then waits
-// with no task. It closes c when the stream ends or fails.
+// buffer) it waits up to ParkAfter for more in the task; if none comes,
+// it gives its buffers back, hands c to g.GoWhenReadable with next (which
+// calls Burst again) and returns: the connection then waits with no task. It closes c when the stream ends or fails.
 func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task) error) error {
 	land := landings.Get().(*[]byte)
 	buf := *land
@@ -124,8 +126,19 @@ func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task
 		}
 	}
 	defer release()
+	lingering := false // the read deadline is ParkAfter's
 	for {
 		n, err := c.Read(t, buf)
+		if lingering {
+			lingering = false
+			c.SetReadDeadline(time.Time{})
+			if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				// Idle for ParkAfter: wait for the next bytes with no task.
+				release()
+				g.GoWhenReadable(c, next)
+				return nil
+			}
+		}
 		if n > 0 {
 			if _, werr := c.Write(t, buf[:n]); werr != nil {
 				c.Close()
@@ -140,13 +153,24 @@ func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task
 		case n == len(buf) && big == nil: // more may be waiting: a burst
 			big = buffers.Get().(*[]byte)
 			buf = *big
-		case n < len(buf): // drained: wait for the next bytes with no task
-			release()
-			g.GoWhenReadable(c, next)
-			return nil
+		case n < len(buf): // drained: the next bytes may take a while
+			if big != nil {
+				buffers.Put(big)
+				big, buf = nil, *land
+			}
+			// A busy client's next message comes within moments: wait
+			// for it here, up to ParkAfter, and park only when none came
+			// (a task per message would cost a busy connection more
+			// than the wait saves).
+			c.SetReadDeadline(t.Now().Add(ParkAfter))
+			lingering = true
 		}
 	}
 }
+
+// ParkAfter is how long Burst waits for a connection's next bytes in its
+// task before it hands the connection to GoWhenReadable.
+const ParkAfter = 5 * time.Millisecond
 
 // quiet drops the errors that only say the peer went away.
 func quiet(err error) error {

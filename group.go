@@ -383,29 +383,9 @@ func startIn[T any](g *TaskGroup, how spawnOp, pc, user uintptr, kind groupTaskK
 	cur := g.caller(how.String())
 	rs := cur.rs
 	if kind == groupTask {
-		rs.lock()
-		var slot *Promise[struct{}]
-		if g.limit > 0 && (g.counted >= g.limit || g.slots.len() > 0) {
-			slot = &Promise[struct{}]{}
-			g.slots.push(slot) // grantSlots reserves its place in counted
-		} else {
-			g.counted++
-		}
-		g.running++
-		rs.unlock()
-		if slot != nil {
-			g.waitSlot(cur, slot, how)
-		}
+		g.admit(cur, how)
 	}
-	wrapped := func(t *Task) (v T, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = newPanicError(r)
-			}
-			g.taskDone(t, kind, err)
-		}()
-		return f(t)
-	}
+	wrapped := groupWrap(g, kind, f)
 	// The task starts in the group's scope, wherever cur's code is (see
 	// TaskGroup).
 	return spawnIn(cur, &g.scope, wrapped, pc, how, user, func(c *Task) {
@@ -415,6 +395,52 @@ func startIn[T any](g *TaskGroup, how spawnOp, pc, user uintptr, kind groupTaskK
 			rs.unlock()
 		}
 	})
+}
+
+// admit counts a new task of g (not a daemon) on behalf of cur; under a
+// limit, cur first waits for a slot (SetLimit).
+func (g *TaskGroup) admit(cur *Task, how spawnOp) {
+	rs := cur.rs
+	rs.lock()
+	var slot *Promise[struct{}]
+	if g.limit > 0 && (g.counted >= g.limit || g.slots.len() > 0) {
+		slot = &Promise[struct{}]{}
+		g.slots.push(slot) // grantSlots reserves its place in counted
+	} else {
+		g.counted++
+	}
+	g.running++
+	rs.unlock()
+	if slot != nil {
+		g.waitSlot(cur, slot, how)
+	}
+}
+
+// groupWrap wraps f, a task of g, so that a panic becomes its failure
+// and its end is reported to g.
+func groupWrap[T any](g *TaskGroup, kind groupTaskKind, f func(t *Task) (T, error)) func(t *Task) (T, error) {
+	return func(t *Task) (v T, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = newPanicError(r)
+			}
+			g.taskDone(t, kind, err)
+		}()
+		return f(t)
+	}
+}
+
+// newGroupTask makes f a task of g on behalf of cur, as Go does (counted,
+// under SetLimit after cur waited for a slot, its root scope in the
+// group's scope), on cur's loop, but does not run it: it stays new and
+// queued nowhere, and the caller must make it wait (on its loop) or ready
+// it, before cur next suspends. cur does not suspend otherwise.
+func newGroupTask(g *TaskGroup, cur *Task, how spawnOp, pc, user uintptr, f func(t *Task) error) *Task {
+	g.admit(cur, how)
+	wrapped := groupWrap(g, groupTask, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+	c := newTask(cur.loop, &g.scope, wrapped, pc, how, user)
+	c.task.simLoop = cur.simLoop
+	return &c.task
 }
 
 // taskDone reports the end of a group task to the group: it runs in the

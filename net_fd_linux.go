@@ -170,6 +170,40 @@ func (fd *netFD) prepareWait(t *Task, m poller.Mode) (err error, stop bool) {
 	return nil, false
 }
 
+// armReadable is readableImpl's: on epoll, the fd is ready when an edge
+// came since its reader last drained it (the kernel is asked with a
+// poll(2) then, since the edge may be old) or it hung up; on io_uring,
+// when its multishot receive has queued bytes, the end or an error (the
+// receive is armed if it is not), or, without multishot receives, a
+// one-shot poll is armed.
+func (fd *netFD) armReadable(l *loop, t *Task) bool {
+	if fd.closing.Load() || fd.kind != fdStream || fd.w == nil {
+		return true // the Read finds out at once
+	}
+	if fd.useRing() {
+		if p := l.ring.Provided(); p != nil && multishotRecv {
+			if len(fd.rq) > 0 || fd.rEOF || fd.rErr != nil || fd.noBufs {
+				return true
+			}
+			if fd.ms == nil {
+				op := fd.ops.get()
+				op.RecvMultishot(fd.fd, p)
+				op.Owner = fd
+				fd.ms = op
+				l.ring.Submit(op)
+			}
+		} else if err := l.poller.Arm(fd.fd, poller.Read); err != nil {
+			return true
+		}
+	} else if fd.w.hungUp || (!fd.w.drained && readyNow(fd.fd, poller.Read)) {
+		return true
+	}
+	t.ensureExtra()
+	t.newWait()
+	l.fds.add(fd.fd, poller.Read, t)
+	return false
+}
+
 func (fd *netFD) bindDeadlines(dl *connDeadlines) { fd.dl = dl }
 
 // homeLoop is the loop fd is registered on.

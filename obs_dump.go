@@ -279,6 +279,9 @@ func describeWait(s runSnap, r *obsWaitRec) string {
 		deadline := s.wall.Add(time.Duration(due))
 		return fmt.Sprintf("timer (%s, due in %s, at %s)", opOr(r.op, "Sleep"), fmtDur(due), deadline.UTC().Format("15:04:05.000"))
 	case waitFD:
+		if r.op != "" {
+			return fmt.Sprintf("fd %d (%s, %s)", r.detail>>2, fdModeString(poller.Mode(r.detail&3)), r.op)
+		}
 		return fmt.Sprintf("fd %d (%s)", r.detail>>2, fdModeString(poller.Mode(r.detail&3)))
 	case waitExternal:
 		return "off-loop work (" + opOr(r.op, "Offload") + ")"

@@ -280,6 +280,21 @@ func (rs *runState) requestAbort() {
 // one's wait returns an error and it unwinds, its defers run.
 func (l *loop) unwind() {
 	l.aborted = true
+	// Tasks that wait without having started (waitUnstarted) have no
+	// coroutine to unwind: what their function would have released is
+	// released for them, once.
+	var dropped []func()
+	l.rs.lock()
+	l.rs.walkTasks(func(t *Task) {
+		if t.loop == l && t.co == nil && t.extra != nil && t.extra.dropped != nil { // waiting, or woken and never run
+			dropped = append(dropped, t.extra.dropped)
+			t.extra.dropped = nil
+		}
+	})
+	l.rs.unlock()
+	for _, fn := range dropped {
+		fn()
+	}
 	for {
 		var busy []*coro.Coro
 		l.rs.lock()

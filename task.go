@@ -79,6 +79,12 @@ type taskExtra struct {
 	kaLinked       bool
 	finish         *finishHook // callbacks to run when the task finishes (finish.go)
 	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
+
+	// dropped, set by waitUnstarted until the task starts, runs if the Run
+	// unwinds before the task could start (loop.unwind):
+	// what the task's function would have released (GoWhenReadable closes
+	// its Conn).
+	dropped func()
 }
 
 // ensureExtra returns t's extra record, making it on first use. Only
@@ -168,9 +174,10 @@ const (
 	spawnGoDaemon
 	spawnStart
 	spawnForGoroutine
+	spawnGoWhenReadable
 )
 
-var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start", "a goroutine's call"}
+var spawnOpNames = [...]string{"Go", "Run", "Local", "GoWithNetwork", "First", "Generate", "TaskGroup.Go", "GoIn", "TaskGroup.GoDaemon", "TaskGroup.Start", "a goroutine's call", "TaskGroup.GoWhenReadable"}
 
 func (o spawnOp) String() string { return spawnOpNames[o] }
 
@@ -446,6 +453,37 @@ func (t *Task) block(kind waitKind) error {
 	t.obsWait(kind)
 	t.loop.suspend(t)
 	return t.takeWakeErr()
+}
+
+// waitUnstarted puts t, a task that has not started (it has no
+// coroutine and is queued nowhere), in a wait of the given kind, as block
+// does for a running task but without a switch: the caller has started
+// the wait's generation (newWait) and registered t with the wait's
+// source, on t's loop. Whatever ends the wait (the source's wake,
+// interrupt) makes t runnable, and it then starts; a wake error
+// interrupt leaves is the starter's to take (takeWakeErr). op and pc
+// name the operation and where it was asked for, for Dump, deadlock
+// reports and the watchdog; dropped runs if the Run unwinds before t
+// starts (loop.unwind). No task's stack is held while t waits.
+func (t *Task) waitUnstarted(kind waitKind, op string, pc uintptr, dropped func()) {
+	if ownerChecks {
+		t.loop.assertOwner("a task's wait")
+	}
+	if t.co != nil || t.state != stateNew {
+		panic("weft: internal error: waitUnstarted on a task that has started")
+	}
+	x := t.ensureExtra()
+	x.dropped = dropped
+	t.state = stateWaiting
+	t.waitKind = kind
+	t.waitTok.Store(t.waitGen)
+	t.obsWait(kind)
+	r := t.obsRec()
+	r.mu.Lock()
+	r.w.op = op
+	clear(r.w.pcs[:])
+	r.w.pcs[0] = pc
+	r.mu.Unlock()
 }
 
 // newWait starts a new wait generation and returns it.

@@ -5,7 +5,12 @@ package whttp
 // it holds no reqState (reuse.go): its buffers, request and response go
 // back to a pool, and the wait reads into a small landing buffer of the
 // connection's own (a small request arrives whole in it, so waiting costs
-// no extra read). Responses are flushed before the task waits for input,
+// no extra read). Between the requests of a plain HTTP/1.1 keep-alive
+// connection idle for longer than parkAfter it holds no task either: once
+// no pipelined request is buffered and none came within parkAfter, the
+// task ends and the connection waits in the server group's GoWhenReadable
+// (park), a record on its fd, until the next request's bytes start a new
+// task (resume), which goes on with the same conn. Responses are flushed before the task waits for input,
 // so pipelined requests get their responses in order and in as few writes
 // as can be. The task also keeps the connection's deadlines (the header's,
 // the idle wait's) and closes it, gently after a response and at once
@@ -13,8 +18,10 @@ package whttp
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -22,6 +29,10 @@ import (
 
 	"github.com/weft-go/weft"
 )
+
+// parkAfter is how long an idle keep-alive connection waits for its next
+// request in its task before it parks (waits with no task: see run).
+const parkAfter = 5 * time.Millisecond
 
 // closeLinger bounds how long a connection that is closed after a response
 // reads and discards what the client still sends, after it has shut down
@@ -168,7 +179,11 @@ func (c *conn) setState(s http.ConnState) {
 // with its stack, the connection is closed, and Serve goes on.
 func (c *conn) serve(t *weft.Task) error {
 	sv := c.sv
+	parked := false
 	defer func() {
+		if parked {
+			return // c is the task's that resumes it
+		}
 		if r := recover(); r != nil {
 			sv.log.Error("whttp: panic serving a connection; closing it", "remote", c.remote,
 				"panic", r, "stack", string(debug.Stack()))
@@ -195,13 +210,61 @@ func (c *conn) serve(t *weft.Task) error {
 	}
 	// The connection's requests run in a group of their own, inside the
 	// shield of serve's caller: the drain timeout cancels it (cut).
-	return weft.Group(t, func(g *weft.TaskGroup) error {
+	return c.serveGroup(t, false, &parked)
+}
+
+// serveGroup serves c's requests in a group of their own (the requests'
+// group: inside the shield of the task's Protect, so that only the drain
+// timeout cancels it, through cut) until the connection should end, or
+// until it waits for its next request with no task (parked). resumed: the
+// task continues a parked connection whose first bytes have come.
+func (c *conn) serveGroup(t *weft.Task, resumed bool, parked *bool) error {
+	err := weft.Group(t, func(g *weft.TaskGroup) error {
 		c.mu.Lock()
 		c.group = g
 		c.mu.Unlock()
-		c.run(t)
+		*parked = c.run(t, resumed)
 		return nil
 	})
+	if *parked {
+		// Nothing of this task stays reachable from c while it waits (its
+		// cell, its records, the requests' group): the resume sets them
+		// anew.
+		c.mu.Lock()
+		c.group = nil
+		c.mu.Unlock()
+		c.t, c.nc = nil, nil
+		// The last thing this task does with c: from here on a new task
+		// (resume), perhaps already running, owns it.
+		c.sv.group.GoWhenReadable(c.wc, func(t *weft.Task) error { return t.Protect(c.resume) })
+	}
+	return err
+}
+
+// resume is the task that continues a parked connection: its wait ended
+// (the next request's bytes, the idle timeout, a close, the server's
+// stop). It reads what came into the landing buffer and serves on, as
+// serve does, with the same recovery and the same end.
+func (c *conn) resume(t *weft.Task) error {
+	parked := false
+	defer func() {
+		if parked {
+			return
+		}
+		if r := recover(); r != nil {
+			c.sv.log.Error("whttp: panic serving a connection; closing it", "remote", c.remote,
+				"panic", r, "stack", string(debug.Stack()))
+			c.stopIt.Store(true)
+			c.abortClose()
+		}
+		c.finalize(t)
+	}()
+	c.t = t
+	c.nc = c.wc.NetConn(t)
+	if !c.readRequestStart(t, false) {
+		return nil
+	}
+	return c.serveGroup(t, true, &parked)
 }
 
 // finalize closes the connection (if a panic has not already) and takes
@@ -230,33 +293,50 @@ func (c *conn) finalize(t *weft.Task) {
 	c.close(t)
 }
 
-// run serves requests until the connection should end.
-func (c *conn) run(t *weft.Task) {
+// run serves requests until the connection should end, or until it is
+// idle and may wait with no task (it reports parked: the caller hands c to
+// GoWhenReadable). resumed: c was parked, and its next request's first
+// bytes are in (resume).
+func (c *conn) run(t *weft.Task, resumed bool) (parked bool) {
 	sv := c.sv
 	s := sv.s
-	c.reqStart = t.Now()
-	if c.tls != nil {
-		if err := c.handshake(t, c.headerDeadline()); err != nil {
-			return
-		}
-		if c.tls.state.NegotiatedProtocol == "h2" {
-			c.serveH2TLS(t)
-			return
+	if !resumed {
+		c.reqStart = t.Now()
+		if c.tls != nil {
+			if err := c.handshake(t, c.headerDeadline()); err != nil {
+				return false
+			}
+			if c.tls.state.NegotiatedProtocol == "h2" {
+				c.serveH2TLS(t)
+				return false
+			}
 		}
 	}
 	for n := 0; ; n++ {
-		if !c.waitRequest(t, n == 0) {
-			return
+		if !resumed || n > 0 {
+			switch c.waitRequest(t, n == 0 && !resumed) {
+			case waitEnd:
+				return false
+			case waitPark:
+				return true
+			}
 		}
-		if n == 0 && c.h2cPreface(t) {
-			return
+		if n == 0 && !resumed && c.h2cPreface(t) {
+			return false
 		}
 		ok := c.serveRequest(t)
 		if !ok || c.stopIt.Load() || s.DisableKeepAlives {
-			return
+			return false
 		}
 	}
 }
+
+// What waitRequest found.
+const (
+	waitEnd  = iota // the connection should end
+	waitGo          // a request has begun: serve it
+	waitPark        // idle: wait for the next request with no task
+)
 
 // headerDeadline is when the header of the request begun at c.reqStart
 // must be in: ReadHeaderTimeout or ReadTimeout, the sooner.
@@ -297,20 +377,22 @@ func deadlineKey(d time.Time) int64 {
 }
 
 // waitRequest waits for the next request to begin, holding no reqState
-// while it waits, and sets the deadline of its header. It reports false if
-// the connection should end.
-func (c *conn) waitRequest(t *weft.Task, first bool) bool {
+// while it waits, and sets the deadline of its header. A keep-alive
+// connection of plain HTTP/1.1 with no pipelined request buffered does
+// not wait in its task: waitRequest readies it to wait with none (idle,
+// its state and deadline set) and reports waitPark.
+func (c *conn) waitRequest(t *weft.Task, first bool) int {
 	if c.st != nil && c.st.in.buffered() > 0 {
 		// A pipelined request is already here.
 		c.markStart(t)
 		c.setReadDeadline(c.headerDeadline())
-		return true
+		return waitGo
 	}
 	if c.stopIt.Load() {
-		return false
+		return waitEnd
 	}
 	if c.release() != nil {
-		return false
+		return waitEnd
 	}
 	var deadline time.Time
 	if first {
@@ -323,9 +405,44 @@ func (c *conn) waitRequest(t *weft.Task, first bool) bool {
 	c.idle.Store(true)
 	if c.stopIt.Load() {
 		c.idle.Store(false)
-		return false
+		return waitEnd
 	}
+	if !first && c.tls == nil && c.sv.group != nil {
+		// A busy keep-alive connection's next request comes within
+		// moments: the connection waits for it in its task for up to
+		// parkAfter, and only one idle for longer parks (a task per
+		// request would cost a busy connection more than it saves).
+		if linger := t.Now().Add(parkAfter); deadline.IsZero() || linger.Before(deadline) {
+			c.setReadDeadline(linger)
+			n, err := c.nc.Read(c.land[:])
+			if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				if !c.startRequest(t, n, err, false) {
+					return waitEnd
+				}
+				return waitGo
+			}
+			c.setReadDeadline(deadline)
+		}
+		return waitPark // idle stays set: the stop closes c, which ends the wait
+	}
+	if !c.readRequestStart(t, first) {
+		return waitEnd
+	}
+	return waitGo
+}
+
+// readRequestStart reads the first bytes of a request into the landing
+// buffer, c being idle, and readies c to serve it. It reports false if the
+// connection should end (the client closed it, an error, the idle
+// timeout, the server's stop).
+func (c *conn) readRequestStart(t *weft.Task, first bool) bool {
 	n, err := c.nc.Read(c.land[:])
+	return c.startRequest(t, n, err, first)
+}
+
+// startRequest readies c to serve the request whose first n bytes a read
+// into the landing buffer returned (with err), as readRequestStart says.
+func (c *conn) startRequest(t *weft.Task, n int, err error, first bool) bool {
 	c.idle.Store(false)
 	if n == 0 || err != nil || c.stopIt.Load() {
 		return false

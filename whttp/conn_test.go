@@ -1,6 +1,7 @@
 package whttp_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -190,4 +191,68 @@ func TestPanicServingAConnectionClosesItAndServeGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFDs(t, before)
+}
+
+// Idle keep-alive connections wait with no task (GoWhenReadable): Dump
+// lists each as a wait on its fd, not as a task in Conn.Read; their next
+// requests, pipelined, are answered in order by the tasks that resume
+// them; Shutdown closes the connections that are idle again at once.
+func TestIdleKeepAliveConnectionsWaitWithNoTask(t *testing.T) {
+	const n = 30
+	srv := &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.URL.Path)
+	})}
+	ts := startServer(t, srv)
+	fds := openFDs()
+	rcs := make([]*rawConn, n)
+	for i := range rcs {
+		rcs[i] = dialRaw(t, ts.addr)
+		rcs[i].send(fmt.Sprintf("GET /first%d HTTP/1.1\r\nHost: x\r\n\r\n", i))
+		if got := bodyOf(t, rcs[i].response("GET")); got != fmt.Sprintf("/first%d", i) {
+			t.Fatalf("first response %q", got)
+		}
+	}
+	// The last response is written before its connection's task parks.
+	var dump string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var b strings.Builder
+		weft.Dump(&b)
+		dump = b.String()
+		if strings.Count(dump, "GoWhenReadable)") == n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if k := strings.Count(dump, "GoWhenReadable)"); k != n {
+		t.Fatalf("Dump lists %d idle connections waiting in GoWhenReadable, want %d:\n%.3000s", k, n, dump)
+	}
+	if k := strings.Count(dump, " (read)"); k > 1 {
+		t.Errorf("%d tasks wait to read an fd (only Serve's Accept should) while every connection is idle:\n%.3000s", k, dump)
+	}
+	for i, rc := range rcs {
+		rc.send(fmt.Sprintf("GET /a%d HTTP/1.1\r\nHost: x\r\n\r\nGET /b%d HTTP/1.1\r\nHost: x\r\n\r\n", i, i))
+	}
+	for i, rc := range rcs {
+		for _, want := range []string{fmt.Sprintf("/a%d", i), fmt.Sprintf("/b%d", i)} {
+			if got := bodyOf(t, rc.response("GET")); got != want {
+				t.Fatalf("pipelined response %q, want %q", got, want)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for _, rc := range rcs {
+		rc.expectClosed(5 * time.Second)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("Shutdown and the closes took %v", el)
+	}
+	for _, rc := range rcs {
+		rc.c.Close()
+	}
+	waitFDs(t, fds)
 }

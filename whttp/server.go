@@ -178,6 +178,11 @@ type serving struct {
 	// (hijack.go).
 	hijacked map[*conn]struct{}         // mu
 	idle     func(struct{}, error) bool // mu: settles the drain's wait when conns empties
+
+	// group is Serve's group, in which idle keep-alive connections wait
+	// for their next request with no task (conn.go); set before the first
+	// accept.
+	group *weft.TaskGroup
 }
 
 // How a Serve was stopped from outside (serving.stopped).
@@ -283,6 +288,7 @@ func (s *Server) serve(t *weft.Task, ln *weft.Listener, tlsConfig *tls.Config) e
 				panic(r)
 			}
 		}()
+		sv.group = g
 		// One connection's failure ends that connection only.
 		g.Handle(func(err error) {
 			sv.log.Error("whttp: connection task failed", "addr", ln.Addr().String(), "err", err)

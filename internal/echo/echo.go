@@ -1,6 +1,9 @@
-// Package echo is weft's echo server and client: one task per connection,
-// each reading into a small buffer of its own (a larger pooled one during
-// a burst) and writing back what it read. The
+// Package echo is weft's echo server and client. Serve serves each
+// connection in bursts: a task reads into a small pooled buffer (a larger
+// one while the socket keeps filling it) and writes back what it read,
+// and once a read drains the socket the task ends and the connection waits
+// for its next bytes in TaskGroup.GoWhenReadable, holding no task and no
+// buffer. Conn is the same server as one task per connection. The
 // example program and the bench module's echo and convoy benchmarks share
 // it.
 package echo
@@ -10,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/weft-go/weft"
 )
@@ -29,12 +34,17 @@ const LandingSize = 512
 // buffers holds the BufferSize buffers of connections not in a burst.
 var buffers = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
 
+// landings holds the LandingSize buffers of Serve's connections that wait
+// in GoWhenReadable.
+var landings = sync.Pool{New: func() any { b := make([]byte, LandingSize); return &b }}
+
 // Serve accepts connections on ln until ln is closed or the task is
-// cancelled, serving each in a task of its own inside a Group, and returns
-// when every connection task has finished. A connection's failure is
-// logged and ends that connection only (the group's handler takes it).
-// Closing ln ends Serve cleanly (nil error); connections still open are
-// cancelled.
+// cancelled, serving each inside a Group in bursts (Burst): an idle
+// connection waits in GoWhenReadable with no task. It returns when every
+// connection has ended. A connection's failure is logged and ends that
+// connection only (the group's handler takes it). Closing ln ends Serve
+// cleanly (nil error); connections still open are cancelled (their waits
+// end, and each task closes its connection).
 func Serve(t *weft.Task, ln *weft.Listener) error {
 	err := weft.Group(t, func(g *weft.TaskGroup) error {
 		g.Handle(func(err error) { slog.Warn("echo: connection failed", "err", err) })
@@ -46,7 +56,9 @@ func Serve(t *weft.Task, ln *weft.Listener) error {
 			if err != nil {
 				return err
 			}
-			g.Go(func(t *weft.Task) error { t.SetName("echo conn"); return Conn(t, c) })
+			var serve func(t *weft.Task) error
+			serve = func(t *weft.Task) error { return Burst(t, g, c, serve) }
+			g.GoWhenReadable(c, serve)
 		}
 	})
 	if errors.Is(err, errStop) {
@@ -92,6 +104,73 @@ func Conn(t *weft.Task, c *weft.Conn) error {
 		}
 	}
 }
+
+// Burst echoes what c's client sends while it keeps sending: from a pooled
+// LandingSize buffer, or a BufferSize one while reads fill the landing
+// buffer. After a read that drained the socket (it returned less than its
+// buffer) it waits up to ParkAfter for more in the task; if none comes,
+// it gives its buffers back, hands c to g.GoWhenReadable with next (which
+// calls Burst again) and returns: the connection then waits with no task. It closes c when the stream ends or fails.
+func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task) error) error {
+	land := landings.Get().(*[]byte)
+	buf := *land
+	var big *[]byte // taken from buffers for a burst, nil otherwise
+	release := func() {
+		if big != nil {
+			buffers.Put(big)
+			big = nil
+		}
+		if land != nil {
+			landings.Put(land)
+			land = nil
+		}
+	}
+	defer release()
+	lingering := false // the read deadline is ParkAfter's
+	for {
+		n, err := c.Read(t, buf)
+		if lingering {
+			lingering = false
+			c.SetReadDeadline(time.Time{})
+			if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				// Idle for ParkAfter: wait for the next bytes with no task.
+				release()
+				g.GoWhenReadable(c, next)
+				return nil
+			}
+		}
+		if n > 0 {
+			if _, werr := c.Write(t, buf[:n]); werr != nil {
+				c.Close()
+				return quiet(werr)
+			}
+		}
+		if err != nil {
+			c.Close()
+			return quiet(err)
+		}
+		switch {
+		case n == len(buf) && big == nil: // more may be waiting: a burst
+			big = buffers.Get().(*[]byte)
+			buf = *big
+		case n < len(buf): // drained: the next bytes may take a while
+			if big != nil {
+				buffers.Put(big)
+				big, buf = nil, *land
+			}
+			// A busy client's next message comes within moments: wait
+			// for it here, up to ParkAfter, and park only when none came
+			// (a task per message would cost a busy connection more
+			// than the wait saves).
+			c.SetReadDeadline(t.Now().Add(ParkAfter))
+			lingering = true
+		}
+	}
+}
+
+// ParkAfter is how long Burst waits for a connection's next bytes in its
+// task before it hands the connection to GoWhenReadable.
+const ParkAfter = 5 * time.Millisecond
 
 // quiet drops the errors that only say the peer went away.
 func quiet(err error) error {

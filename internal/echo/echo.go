@@ -108,9 +108,11 @@ func Conn(t *weft.Task, c *weft.Conn) error {
 // Burst echoes what c's client sends while it keeps sending: from a pooled
 // LandingSize buffer, or a BufferSize one while reads fill the landing
 // buffer. After a read that drained the socket (it returned less than its
-// buffer) it waits up to ParkAfter for more in the task; if none comes,
-// it gives its buffers back, hands c to g.GoWhenReadable with next (which
-// calls Burst again) and returns: the connection then waits with no task. It closes c when the stream ends or fails.
+// buffer) it waits for more in the task; after ParkAfter (up to twice
+// that) without bytes it gives its buffers back, hands c to
+// g.GoWhenReadable with next (which calls Burst again) and returns: the
+// connection then waits with no task. It closes c when the stream ends or
+// fails.
 func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task) error) error {
 	land := landings.Get().(*[]byte)
 	buf := *land
@@ -126,20 +128,30 @@ func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task
 		}
 	}
 	defer release()
-	lingering := false // the read deadline is ParkAfter's
+	// The linger: once a read has drained the socket, a read deadline
+	// ParkAfter away is armed, and left armed while messages keep coming
+	// (a deadline set and cleared per message would cost two timer
+	// operations each). When it passes, the connection parks if no bytes
+	// came since it was armed, and otherwise it is armed again: a
+	// connection parks after ParkAfter to twice that of quiet.
+	lingering := false
+	came := false // bytes arrived since the linger was (re)armed
 	for {
 		n, err := c.Read(t, buf)
-		if lingering {
-			lingering = false
-			c.SetReadDeadline(time.Time{})
-			if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				// Idle for ParkAfter: wait for the next bytes with no task.
-				release()
-				g.GoWhenReadable(c, next)
-				return nil
+		if lingering && n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			if came {
+				came = false
+				c.SetReadDeadline(t.Now().Add(ParkAfter))
+				continue
 			}
+			// Idle for ParkAfter: wait for the next bytes with no task.
+			c.SetReadDeadline(time.Time{})
+			release()
+			g.GoWhenReadable(c, next)
+			return nil
 		}
 		if n > 0 {
+			came = true
 			if _, werr := c.Write(t, buf[:n]); werr != nil {
 				c.Close()
 				return quiet(werr)
@@ -159,11 +171,13 @@ func Burst(t *weft.Task, g *weft.TaskGroup, c *weft.Conn, next func(t *weft.Task
 				big, buf = nil, *land
 			}
 			// A busy client's next message comes within moments: wait
-			// for it here, up to ParkAfter, and park only when none came
+			// for it here, and park only when none came for ParkAfter
 			// (a task per message would cost a busy connection more
 			// than the wait saves).
-			c.SetReadDeadline(t.Now().Add(ParkAfter))
-			lingering = true
+			if !lingering {
+				c.SetReadDeadline(t.Now().Add(ParkAfter))
+				lingering, came = true, false
+			}
 		}
 	}
 }

@@ -58,7 +58,7 @@ func (c *Client) roundTrip(t *weft.Task, req *http.Request, deadline time.Time) 
 	key := poolKey{run: loophook.Key(t), addr: u.Scheme + "://" + net.JoinHostPort(host, port)}
 	var fresh *clientConn // the TLS connection made for HTTP/2 where ALPN chose HTTP/1.1
 	if c.wantH2(u.Scheme) {
-		resp, err, done, conn := c.roundTripH2(t, key, host, req, deadline)
+		resp, conn, done, err := c.roundTripH2(t, key, host, req, deadline)
 		if done {
 			if err != nil && req.Body != nil && req.Body != http.NoBody {
 				req.Body.Close()

@@ -1331,14 +1331,14 @@ func (c *Client) wantH2(scheme string) bool {
 // the host's connection if it still takes streams or a new one, when it
 // has no body or its body can be had again (GetBody), as net/http does,
 // up to 5 tries.
-func (c *Client) roundTripH2(t *weft.Task, key poolKey, host string, req *http.Request, deadline time.Time) (resp *http.Response, err error, done bool, conn *clientConn) {
+func (c *Client) roundTripH2(t *weft.Task, key poolKey, host string, req *http.Request, deadline time.Time) (resp *http.Response, conn *clientConn, done bool, err error) {
 	for try := 0; ; try++ {
 		cc, conn, err := c.getH2Conn(t, key, host, deadline)
 		if err != nil {
-			return nil, err, true, nil
+			return nil, nil, true, err
 		}
 		if cc == nil {
-			return nil, nil, false, conn
+			return nil, conn, false, nil
 		}
 		f := func(t *weft.Task) (*http.Response, error) { return cc.roundTrip(t, req) }
 		if deadline.IsZero() {
@@ -1359,15 +1359,15 @@ func (c *Client) roundTripH2(t *weft.Task, key poolKey, host string, req *http.R
 			if err != nil && req.Context().Err() != nil {
 				err = context.Cause(req.Context())
 			}
-			return resp, err, true, nil
+			return resp, nil, true, err
 		}
 		if req.Body != nil && req.Body != http.NoBody {
 			if req.GetBody == nil {
-				return nil, fmt.Errorf("%w (its body cannot be sent again: no GetBody)", err), true, nil
+				return nil, nil, true, fmt.Errorf("%w (its body cannot be sent again: no GetBody)", err)
 			}
 			body, gerr := req.GetBody()
 			if gerr != nil {
-				return nil, gerr, true, nil
+				return nil, nil, true, gerr
 			}
 			r2 := *req
 			r2.Body = body

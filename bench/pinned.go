@@ -182,21 +182,7 @@ func runPinned(ctx context.Context, o pinnedOptions, progress io.Writer) ([]*pin
 
 // measurePinned runs one server pinned to o.serverCPU under the load.
 func measurePinned(ctx context.Context, o pinnedOptions, spec string, conns int) (pinnedRun, error) {
-	kind, backend, base := splitSpec(spec)
-	exe, err := os.Executable()
-	if err != nil {
-		return pinnedRun{}, err
-	}
-	if base {
-		exe = o.base
-	}
-	cmd := exec.Command("taskset", "-c", strconv.Itoa(o.serverCPU), exe, serveMode, kind, "127.0.0.1:0")
-	cmd.Env = os.Environ()
-	if backend != "" {
-		cmd.Env = append(cmd.Env, "WEFT_BACKEND="+backend)
-	}
-	cmd.Env = append(cmd.Env, specEnv(spec)...)
-	ch, err := startChildCmd(spec, cmd)
+	ch, err := startPinnedChild(spec, o.base, o.serverCPU, serveMode)
 	if err != nil {
 		return pinnedRun{}, err
 	}
@@ -408,4 +394,26 @@ func pcol(runs []pinnedRun, f func(pinnedRun) float64) []float64 {
 		out[i] = f(r)
 	}
 	return out
+}
+
+// startPinnedChild starts the server of spec ([base:]KIND[@BACKEND][+VAR=VALUE...])
+// as a child in mode on 127.0.0.1, pinned to cpu with taskset: this
+// binary's server, or base's (a build at other weft code) for a base:
+// spec, with WEFT_BACKEND and the spec's variables in its environment.
+func startPinnedChild(spec, base string, cpu int, mode string) (*child, error) {
+	kind, backend, isBase := splitSpec(spec)
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if isBase {
+		exe = base
+	}
+	cmd := exec.Command("taskset", "-c", strconv.Itoa(cpu), exe, mode, kind, "127.0.0.1:0")
+	cmd.Env = os.Environ()
+	if backend != "" {
+		cmd.Env = append(cmd.Env, "WEFT_BACKEND="+backend)
+	}
+	cmd.Env = append(cmd.Env, specEnv(spec)...)
+	return startChildCmd(spec, cmd)
 }

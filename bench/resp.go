@@ -215,21 +215,7 @@ func runResp(ctx context.Context, o respOptions, progress io.Writer) ([]*respRes
 // measureResp starts a server child, runs redis-benchmark against it once
 // and stops the child.
 func measureResp(ctx context.Context, o respOptions, spec string, c respCase) (respRun, error) {
-	kind, backend, base := splitSpec(spec)
-	exe, err := os.Executable()
-	if err != nil {
-		return respRun{}, err
-	}
-	if base {
-		exe = o.base
-	}
-	cmd := exec.Command("taskset", "-c", strconv.Itoa(o.serverCPU), exe, respServeMode, kind, "127.0.0.1:0")
-	cmd.Env = os.Environ()
-	if backend != "" {
-		cmd.Env = append(cmd.Env, "WEFT_BACKEND="+backend)
-	}
-	cmd.Env = append(cmd.Env, specEnv(spec)...)
-	ch, err := startChildCmd(spec, cmd)
+	ch, err := startPinnedChild(spec, o.base, o.serverCPU, respServeMode)
 	if err != nil {
 		return respRun{}, err
 	}

@@ -941,12 +941,8 @@ func TestClientH2ServerResetsStream(t *testing.T) {
 		if string(b) != "part" || !errors.As(err, &se) || se.Code != http2.ErrCodeInternal {
 			t.Errorf("a reset mid-body: %q, %v", b, err)
 		}
-		resp, err = client.Get(wt, srv.url("/ok"))
-		if err != nil {
+		if err := getOK(t, wt, client, srv.url("/ok"), "after the resets"); err != nil {
 			return err
-		}
-		if got := bodyOf(t, resp); got != "ok" {
-			t.Errorf("after the resets: %q", got)
 		}
 		return nil
 	})
@@ -1131,12 +1127,8 @@ func TestClientH2TimeoutWhileReadingBody(t *testing.T) {
 			t.Errorf("the stream was not reset with CANCEL (%v, %v)", code, ok)
 		}
 		// The timeout cut the reader's read short: the connection goes on.
-		resp, err = client.Get(wt, srv.url("/ok"))
-		if err != nil {
+		if err := getOK(t, wt, client, srv.url("/ok"), "after the timeout"); err != nil {
 			return err
-		}
-		if got := bodyOf(t, resp); got != "ok" {
-			t.Errorf("after the timeout: %q", got)
 		}
 		return nil
 	})
@@ -1258,16 +1250,26 @@ func TestClientH2CloseEndsAWaitingRead(t *testing.T) {
 		if code, ok := recvWithin(wt, reset, 10*time.Second); !ok || code != http2.ErrCodeCancel {
 			t.Errorf("the stream was not reset with CANCEL (%v, %v)", code, ok)
 		}
-		resp, err = client.Get(wt, srv.url("/ok"))
-		if err != nil {
+		if err := getOK(t, wt, client, srv.url("/ok"), "after the Close"); err != nil {
 			return err
-		}
-		if got := bodyOf(t, resp); got != "ok" {
-			t.Errorf("after the Close: %q", got)
 		}
 		return nil
 	})
 	if n := srv.accepted.Load(); n != 1 {
 		t.Errorf("%d connections, want 1", n)
 	}
+}
+
+// getOK GETs url, which answers "ok", with client and fails the test if
+// the answer is anything else, naming when; it returns Get's error.
+func getOK(t *testing.T, wt *weft.Task, client *whttp.Client, url, when string) error {
+	t.Helper()
+	resp, err := client.Get(wt, url)
+	if err != nil {
+		return err
+	}
+	if got := bodyOf(t, resp); got != "ok" {
+		t.Errorf("%s: %q, want \"ok\"", when, got)
+	}
+	return nil
 }

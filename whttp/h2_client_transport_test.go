@@ -142,7 +142,7 @@ func TestClientH2ManyTasksShareOneConnection(t *testing.T) {
 	for _, loops := range []int{1, 2} {
 		for _, tg := range h2Targets(t, h, false) {
 			t.Run(fmt.Sprintf("%s/loops=%d", tg.name, loops), func(t *testing.T) {
-				before := openFDs()
+				before := openSockets()
 				client := tg.client()
 				var seen loopSet
 				runOn(t, loops, func(wt *weft.Task) error {
@@ -182,7 +182,7 @@ func TestClientH2ManyTasksShareOneConnection(t *testing.T) {
 				if loops > 1 && seen.n() < 2 {
 					t.Errorf("the tasks ran on loops %v only: want several", seen.m)
 				}
-				waitFDs(t, before)
+				waitSockets(t, before)
 			})
 		}
 	}
@@ -459,7 +459,7 @@ func TestClientH2BodyReadByAnotherTaskOnAnotherLoop(t *testing.T) {
 	for _, tg := range h2Targets(t, h, false) {
 		t.Run(tg.name, func(t *testing.T) {
 			client := tg.client()
-			before := openFDs()
+			before := openSockets()
 			var elsewhere atomic.Int32
 			runOn(t, 2, func(wt *weft.Task) error {
 				const n = 8
@@ -500,7 +500,7 @@ func TestClientH2BodyReadByAnotherTaskOnAnotherLoop(t *testing.T) {
 			if elsewhere.Load() == 0 {
 				t.Errorf("no body was read from a task on another loop than the connection's")
 			}
-			waitFDs(t, before)
+			waitSockets(t, before)
 		})
 	}
 }
@@ -981,7 +981,7 @@ func TestClientH2ServerDiesMidBody(t *testing.T) {
 		}
 	})
 	client := weftH2cClient()
-	before := openFDs()
+	before := openSockets()
 	run(t, func(wt *weft.Task) error {
 		first := weft.Go(wt, func(wt *weft.Task) (string, error) {
 			resp, err := client.Get(wt, srv.url("/body"))
@@ -1016,7 +1016,7 @@ func TestClientH2ServerDiesMidBody(t *testing.T) {
 	if n := srv.accepted.Load(); n != 2 {
 		t.Errorf("%d connections, want 2", n)
 	}
-	waitFDs(t, before)
+	waitSockets(t, before)
 }
 
 // A response body shorter or longer than its Content-Length is an

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -204,17 +205,49 @@ func openFDs() int {
 // within a few seconds.
 func waitFDs(t *testing.T, before int) {
 	t.Helper()
+	waitCount(t, "descriptors", openFDs, before)
+}
+
+// openSockets counts the process's open sockets (-1 without /proc): the
+// connections a test may leak, without the pollers a server on several
+// loops opens as its connections first reach each loop (they live as
+// long as its Run).
+func openSockets() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitSockets fails unless the count of open sockets falls back to before
+// within a few seconds.
+func waitSockets(t *testing.T, before int) {
+	t.Helper()
+	waitCount(t, "sockets", openSockets, before)
+}
+
+// waitCount fails unless count() falls back to before within a few
+// seconds (a before of -1: nothing to count here).
+func waitCount(t *testing.T, what string, count func() int, before int) {
+	t.Helper()
 	if before < 0 {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n := openFDs()
+		n := count()
 		if n <= before {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d descriptors open, %d before", n, before)
+			t.Fatalf("%d %s open, %d before", n, what, before)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -214,6 +214,26 @@ func layerState[S any](l *loop, key any, make func() (*S, func())) *S {
 	rs := l.rs
 	rs.lock()
 	defer rs.unlock()
+	return layerStateLocked(rs, key, make)
+}
+
+// tryLayerState is layerState for a caller that may hold a lock the run
+// lock's holders take (a channel's: a loop holding the run lock looks at
+// the channels its parked tasks wait on): it reports false, without
+// waiting, when the run lock is busy.
+func tryLayerState[S any](l *loop, key any, make func() (*S, func())) (*S, bool) {
+	rs := l.rs
+	if rs.multi {
+		if !rs.mu.TryLock() {
+			return nil, false
+		}
+		defer rs.mu.Unlock()
+	}
+	return layerStateLocked(rs, key, make), true
+}
+
+// layerStateLocked is layerState's body, under the run lock.
+func layerStateLocked[S any](rs *runState, key any, make func() (*S, func())) *S {
 	if s, ok := rs.layers[key].(*S); ok {
 		return s
 	}

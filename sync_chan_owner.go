@@ -87,8 +87,20 @@ func (c *Chan[T]) acquireSlow(l *loop) bool {
 			default:
 				// The run is complete: l takes the channel. The hand-over
 				// queues must exist before anyone can find c owned by l.
+				// The caller may hold other channels' locks (Select takes
+				// all of its channels'), and a loop that holds the run lock
+				// may be waiting for one of them (parkedKeepAliveLocked):
+				// opening the queues must not wait for the run lock here.
+				// If it is busy, l takes the channel at a later operation.
 				c.mu.unlock()
-				openHandOvers(l)
+				if !tryOpenHandOvers(l) {
+					c.mu.lock()
+					if c.own.Load() != nil {
+						c.mu.unlock()
+						continue
+					}
+					return true
+				}
 				c.mu.lock()
 				if c.own.Load() != nil {
 					c.mu.unlock()
@@ -192,7 +204,24 @@ type handOversKey struct{}
 // openHandOvers makes sure the loops of l's Run have hand-over queues. It
 // runs on l.
 func openHandOvers(l *loop) {
-	layerState(l, handOversKey{}, func() (*struct{}, func()) {
+	layerState(l, handOversKey{}, makeHandOvers(l))
+}
+
+// tryOpenHandOvers is openHandOvers for a caller that may hold channel
+// locks: it reports false, having done nothing, when the queues are not
+// there yet and the run lock is busy.
+func tryOpenHandOvers(l *loop) bool {
+	if _, ok := handOverQueues.Load(l); ok {
+		return true
+	}
+	_, ok := tryLayerState(l, handOversKey{}, makeHandOvers(l))
+	return ok
+}
+
+// makeHandOvers makes the hand-over queues of l's Run's loops, and what
+// serves what is left in them when the Run ends.
+func makeHandOvers(l *loop) func() (*struct{}, func()) {
+	return func() (*struct{}, func()) {
 		loops := l.rs.loops
 		for _, x := range loops {
 			handOverQueues.Store(x, &handOvers{kick: make(chan struct{}, 1)})
@@ -208,7 +237,7 @@ func openHandOvers(l *loop) {
 				}
 			}
 		}
-	})
+	}
 }
 
 // askHandOver queues flip for loop o and makes o serve it soon.

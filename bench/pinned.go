@@ -2,10 +2,13 @@ package main
 
 // `bench pinned`: echo servers pinned to one CPU, the load on another, and
 // what each request costs the server: CPU time (from /proc/PID/stat) and,
-// with -strace, system calls (strace -c -f -p PID over the counted window).
+// with -strace, system calls (strace -c -f -p PID over the counted window),
+// or with -perf the same from perf stat, which does not slow the calls
+// (and adds the context switches).
 //
 //	go run . pinned                                   # weft, gnet, net at 1 and 50 conns
 //	go run . pinned -servers weft@epoll,weft@uring,gnet -strace
+//	go run . pinned -servers weft@epoll,gnet -conns 50 -perf
 //	go run . pinned -base /tmp/bench-base -servers base:weft,weft,gnet
 //
 // A server is [base:]KIND[@BACKEND][+VAR=VALUE...]: KIND as for the table
@@ -42,6 +45,7 @@ type pinnedOptions struct {
 	servers          []string
 	conns            []int
 	strace           bool
+	perf             bool
 	base             string // the -base binary
 	serverCPU        int
 	loadCPU          int
@@ -68,10 +72,15 @@ func pinnedMain(args []string) int {
 	servers := fs.String("servers", "weft,gnet,net", "servers: [base:]KIND[@BACKEND], comma-separated")
 	conns := fs.String("conns", "1,50", "connection counts")
 	fs.BoolVar(&o.strace, "strace", false, "count the server's system calls with strace -c over the window")
+	fs.BoolVar(&o.perf, "perf", false, "count the server's system calls by kind, all of them and its context switches with perf stat over the window")
 	fs.StringVar(&o.base, "base", "", "a bench binary built at another weft commit, for base: servers")
 	fs.IntVar(&o.serverCPU, "server-cpu", 0, "the CPU the server is pinned to")
 	fs.IntVar(&o.loadCPU, "load-cpu", 1, "the CPU the load generator is pinned to")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.strace && o.perf {
+		fmt.Fprintln(os.Stderr, "bench pinned: -strace or -perf, not both")
 		return 2
 	}
 	var err error
@@ -199,18 +208,25 @@ func measurePinned(ctx context.Context, o pinnedOptions, spec string, conns int)
 	time.Sleep(o.warmup)
 	cpu0, err0 := procCPU(pid)
 	var st *straceRun
-	if o.strace {
+	var pf *perfRun
+	switch {
+	case o.strace:
 		st, err = startStrace(pid)
-		if err != nil {
-			<-done
-			ch.kill()
-			return pinnedRun{}, err
-		}
+	case o.perf:
+		pf, err = startPerf(pid)
+	}
+	if err != nil {
+		<-done
+		ch.kill()
+		return pinnedRun{}, err
 	}
 	time.Sleep(o.duration)
 	var calls map[string]int64
-	if st != nil {
+	switch {
+	case st != nil:
 		calls, err = st.stop()
+	case pf != nil:
+		calls, err = pf.stop()
 	}
 	cpu1, err1 := procCPU(pid)
 	r := <-done
@@ -297,10 +313,16 @@ func callsPer(r pinnedRun) (io, all float64) {
 	}
 	var nio, nall int64
 	for name, n := range r.calls {
+		if name == perfAll || name == perfSwitches {
+			continue
+		}
 		nall += n
 		if ioCalls[name] {
 			nio += n
 		}
+	}
+	if n, ok := r.calls[perfAll]; ok {
+		nall = n // perf counts every call; only some by kind
 	}
 	return float64(nio) / float64(r.trips), float64(nall) / float64(r.trips)
 }
@@ -316,7 +338,7 @@ func printPinnedHeader(w io.Writer, o pinnedOptions) {
 
 func printPinned(w io.Writer, o pinnedOptions, cases []*pinnedCase) {
 	fmt.Fprintf(w, "\n%-20s %5s %18s %26s %5s %15s", "server", "conns", "req/s", "req per server CPU-s", "CPU", "vs gnet (CPU)")
-	if o.strace {
+	if o.strace || o.perf {
 		fmt.Fprintf(w, " %8s %8s  %s", "I/O/rt", "all/rt", "calls per round trip")
 	}
 	fmt.Fprintln(w)
@@ -326,7 +348,7 @@ func printPinned(w io.Writer, o pinnedOptions, cases []*pinnedCase) {
 		cpu := pcol(c.runs, func(r pinnedRun) float64 { return r.cpuFrac })
 		fmt.Fprintf(w, "%-20s %5d %8.0f (%s) %10.0f (%s) %5.2f %15s", c.server, c.conns,
 			median(rates), spread(rates, thousands), median(per), spread(per, thousands), median(cpu), vsGnet(c, cases))
-		if o.strace {
+		if o.strace || o.perf {
 			ios := pcol(c.runs, func(r pinnedRun) float64 { a, _ := callsPer(r); return a })
 			alls := pcol(c.runs, func(r pinnedRun) float64 { _, b := callsPer(r); return b })
 			fmt.Fprintf(w, " %8.2f %8.2f  %s", median(ios), median(alls), topCalls(c.runs))

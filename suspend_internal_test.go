@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,12 +156,12 @@ func TestSuspendHookBeforeASpawn(t *testing.T) {
 // started then gets its turn within the switch interval.
 func TestSuspendHookRunsAtACheckpointOfALongRun(t *testing.T) {
 	_, err := Run(func(main *Task) (struct{}, error) {
-		ran := false
+		var ran atomic.Bool // with several loops, the task may be handed to another
 		loophook.OnSuspend(main, hookFunc(func() {
-			Go(main, func(t *Task) (int, error) { ran = true; return 0, nil })
+			Go(main, func(t *Task) (int, error) { ran.Store(true); return 0, nil })
 		}))
 		deadline := time.Now().Add(10 * time.Second)
-		for !ran {
+		for !ran.Load() {
 			if time.Now().After(deadline) {
 				return struct{}{}, errors.New("the hook's task never ran beside a Checkpointing task")
 			}

@@ -177,6 +177,7 @@ func (t *Task) migrate(to *loop, what string) error {
 	if t.local {
 		panic("weft: a Local task waited on " + what + " registered on another loop; a Local task never leaves its loop")
 	}
+	t.beforeSuspend()
 	l := t.loop
 	t.moveTo = to
 	t.state = stateRunnable

@@ -175,6 +175,9 @@ func (t *Task) checkpoint() error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
+	// The task has held the loop a while, and may be made to give it
+	// away below (or to move): its suspend hook runs here, before it.
+	t.beforeSuspend()
 	l := t.loop
 	l.preempt.Store(0)
 	l.obsCheckpoint()
@@ -425,6 +428,7 @@ func (l *loop) spendSlow(t *Task) {
 // events woke and the tasks that wait their turn there (other busy
 // connections among them, which so take turns).
 func (l *loop) giveWayReady(t *Task) {
+	t.beforeSuspend()
 	t.ensureExtra().cpu = 0
 	l.readyBatch(t)
 	l.obs.tr.why = whyBudget

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft/internal/coro"
+	"github.com/weft-go/weft/internal/loophook"
 	"github.com/weft-go/weft/internal/poller"
 )
 
@@ -85,6 +86,10 @@ type taskExtra struct {
 	// what the task's function would have released (GoWhenReadable closes
 	// its Conn).
 	dropped func()
+
+	// suspendHook, armed by loophook.OnSuspend, runs once before the task
+	// next gives its loop away (suspend.go).
+	suspendHook loophook.Suspender
 }
 
 // ensureExtra returns t's extra record, making it on first use. Only
@@ -370,6 +375,10 @@ func spawn[T any](t *Task, f func(t *Task) (T, error), pc uintptr) *Promise[T] {
 // before it runs; how, pc and user are newTask's. The child runs first: it
 // is queued, then t, and t suspends.
 func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintptr, how spawnOp, user uintptr, setup func(*Task)) *Promise[T] {
+	queueOnly := false
+	if x := t.extra; x != nil && x.suspendHook != nil {
+		queueOnly = t.runSuspendHook(x, true)
+	}
 	l := t.loop
 	c := newTask(l, parent, f, pc, how, user)
 	c.task.simLoop = t.simLoop // the child starts on its spawner's loop
@@ -377,6 +386,9 @@ func spawnIn[T any](t *Task, parent *scope, f func(t *Task) (T, error), pc uintp
 		setup(&c.task)
 	}
 	l.ready(&c.task)
+	if queueOnly {
+		return &c.promise // spawned by t's suspend hook: t runs on (suspend.go)
+	}
 	l.ready(t)
 	l.obs.tr.why = whySpawned
 	l.suspend(t)
@@ -392,6 +404,7 @@ func (t *Task) Yield() error {
 	if err := t.cancelPoint(); err != nil {
 		return err
 	}
+	t.beforeSuspend()
 	l := t.loop
 	if x := t.extra; x != nil {
 		x.cpu, x.batch = 0, false // it gives way on its own: interactive
@@ -443,6 +456,7 @@ func (t *Task) block(kind waitKind) error {
 	if ownerChecks {
 		t.loop.assertOwner("a task's wait")
 	}
+	t.beforeSuspend()
 	t.ensureExtra() // interrupt, perhaps under the run lock, writes t.extra.wakeErr
 	t.state = stateWaiting
 	t.waitKind = kind

@@ -83,7 +83,7 @@ type conn struct {
 	h2 atomic.Pointer[h2Conn]
 
 	// watch is the task that watches the connection while the handler
-	// runs (watch.go); nil when none.
+	// runs (watch.go); nil when none, watchArmed until it starts.
 	watch *weft.Promise[int]
 
 	// land receives the first bytes of a request while the connection is

@@ -111,12 +111,12 @@
 //
 // # Cost
 //
-// A request costs the server three allocations: the object that is both
-// the ResponseWriter and r.Context(), and the task that watches the
-// connection while the handler runs, with its function (the task reads
-// only if the handler suspends: see Handler); one more if its head
-// differs from the connection's previous one (the head's string), and one
-// more if it has a body (the body's reader). The rest is reused from
+// A request costs the server one allocation: the object that is both the
+// ResponseWriter and r.Context(); two more if the handler suspends (or
+// runs long enough to reach a Checkpoint's slow path), for the task that
+// watches the connection from then on, with its function (see Handler);
+// one more if its head differs from the connection's previous one (the
+// head's string), and one more if it has a body (the body's reader). The rest is reused from
 // request to request (see Handler for what a handler may keep):
 //
 //   - the *http.Request, its URL and Header map (and the value slices in

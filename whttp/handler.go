@@ -35,8 +35,11 @@ import (
 // handler read the body to its end), a client that closes or resets the
 // connection cancels r.Context() with a cause matching ErrClientGone, and
 // cancels t (and the tasks the handler started): a handler suspended in
-// Sleep, a channel, weft.Blocking or a write sees it at once, as an error
-// matching context.Canceled. Work that must finish all the same runs in
+// Sleep, a channel, an Await, weft.Blocking, weft.Offload or a write, or
+// running a CPU-bound loop with Checkpoints, sees it at once, as an
+// error matching context.Canceled. (The task that watches starts only
+// when the handler first suspends, or reaches a Checkpoint's slow path: a
+// handler that answers at once costs no task.) Work that must finish all the same runs in
 // t.Protect. The response the handler then writes is still sent (a client
 // that only shut down its writing side reads it), and the connection
 // closes after it. Bytes that arrive instead (a pipelined request) are

@@ -12,6 +12,13 @@ package whttp
 // watch is cancelled and joined before the connection reads again, so two
 // tasks never read it at once.
 //
+// The watch's task starts only when the handler's task first suspends
+// after the request was read whole, or reaches a Checkpoint's slow path
+// (the core's suspend hook, internal/loophook): most handlers answer
+// without suspending, and pay for no task. It starts in the connection's
+// group, whatever scope the handler's code is in then (a Timeout's would
+// end the watch at its deadline).
+//
 // Over TLS the watch reads the weft.TLSConn (tls.go) as the handler's
 // task writes it: that is what TLSConn is for. Its Read returns io.EOF
 // for the client's close_notify, as for a closed socket; decrypted bytes
@@ -25,6 +32,7 @@ import (
 	"time"
 
 	"github.com/weft-go/weft"
+	"github.com/weft-go/weft/internal/loophook"
 )
 
 // ErrClientGone is the cause (context.Cause) of a request's context when
@@ -35,15 +43,20 @@ var ErrClientGone = errors.New("whttp: the client closed the connection")
 // errWatchStopped is how the connection's task ends a watch.
 var errWatchStopped = errors.New("whttp: watch stopped")
 
-// startWatch starts watching the connection, if the request in flight has
-// been read whole and its handler runs. The input buffer holds nothing
-// unread (else a pipelined request is already here: no watch), so the
-// watch reads into it from the start.
+// watchArmed is c.watch while the watch is armed but not started: the
+// handler has not suspended since the request was read whole.
+var watchArmed = new(weft.Promise[int])
+
+// startWatch arms the watch of the connection, if the request in flight
+// has been read whole and its handler runs; t is the connection's task.
+// The input buffer holds nothing unread (else a pipelined request is
+// already here: no watch), so the watch reads into it from the start. It
+// does not suspend.
 //
-// The watch's task first gives way (Yield): it reads only if the handler
-// is still running when the task's turn comes back, that is, if the
-// handler suspended. A handler that answers without suspending (the
-// common case) then costs the spawn and two task switches, and no read.
+// The watch's task starts only when t first suspends from here on, or
+// reaches a Checkpoint's slow path (BeforeSuspend, the suspend hook of
+// internal/loophook): a handler that answers without suspending (the
+// common case) costs the arming and the disarming (stopWatch), no spawn.
 func (c *conn) startWatch(t *weft.Task) {
 	if c.watch != nil || !c.handling || c.st == nil || c.st.in.buffered() > 0 {
 		return
@@ -53,8 +66,26 @@ func (c *conn) startWatch(t *weft.Task) {
 	// The request is read: ReadTimeout no longer applies, and must not
 	// end the watch (net/http clears the deadline too).
 	c.setReadDeadline(time.Time{})
+	c.watch = watchArmed
+	loophook.OnSuspend(t, c)
+}
+
+// BeforeSuspend is the connection's task's suspend hook (loophook), armed
+// by startWatch: the handler is about to suspend (or runs long), so the
+// watch starts, in the connection's group, whatever scope the handler's
+// code is in (a Timeout's or a Group's would cancel the watch or wait for
+// it as it ends). The watch's task is only queued: it runs once the
+// handler's task has given way. It does not suspend.
+//
+// The watch's task first gives way (Yield): it reads only if the handler
+// is still running when its turn comes back; a handler that suspended
+// only briefly (a Yield, a spawn) costs the spawn and no read.
+func (c *conn) BeforeSuspend() {
+	if c.watch != watchArmed {
+		return
+	}
 	gen := c.gen
-	c.watch = weft.Go(t, func(t *weft.Task) (int, error) { return c.watchConn(t, gen) })
+	c.watch = weft.GoIn(c.group, func(t *weft.Task) (int, error) { return c.watchConn(t, gen) })
 }
 
 // watchConn is the watch's task, for request gen: it returns how many
@@ -93,7 +124,8 @@ func (c *conn) watchConn(t *weft.Task, gen uint64) (int, error) {
 // stopWatch marks the handler ended and ends the watch, if any: if it
 // reads, it is cancelled and joined (the connection's task reads the
 // connection again only after that), and the bytes it read are added to
-// the input; if it has not begun to, it never will.
+// the input; if it has not begun to, it never will; if it is only armed,
+// it is disarmed. t is the connection's task.
 func (c *conn) stopWatch(t *weft.Task) {
 	p := c.watch
 	c.mu.Lock()
@@ -105,6 +137,10 @@ func (c *conn) stopWatch(t *weft.Task) {
 		return
 	}
 	c.watch = nil
+	if p == watchArmed {
+		loophook.OnSuspend(t, nil) // never started: the handler did not suspend
+		return
+	}
 	if !watching {
 		return // it will find the handler gone, and end
 	}

@@ -61,6 +61,35 @@ var waitKinds = []struct {
 			out <- fmt.Sprintf("%v|%v", errors.Is(r.Context().Err(), context.Canceled), context.Cause(r.Context()))
 		}))
 	}},
+	{"Await", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			p := weft.Go(t, func(t *weft.Task) (int, error) { return 0, t.Sleep(time.Hour) })
+			close(ready)
+			_, err := p.Await(t)
+			out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+		})
+	}},
+	{"Offload", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			close(ready)
+			_, err := weft.Offload(t, func() (int, error) {
+				<-ctx.Done() // off the loop: it ends when the request does
+				return 0, nil
+			})
+			out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+		})
+	}},
+	{"Checkpoint", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
+		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+			close(ready)
+			var err error
+			for err == nil { // a CPU-bound loop: it never waits
+				err = t.Checkpoint()
+			}
+			out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+		})
+	}},
 	{"Write", func(ready chan<- struct{}, out chan<- string) whttp.Handler {
 		return whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
 			chunk := make([]byte, 64<<10)
@@ -82,7 +111,8 @@ var waitKinds = []struct {
 
 // A client that closes or resets its connection while the handler waits
 // (in Sleep, a channel receive, weft.Blocking, a whttp.Blocking handler,
-// a write to it) ends that wait at once and cancels r.Context() with
+// an Await, an Offload, a write to it) or runs a CPU-bound loop with
+// Checkpoints ends that wait at once and cancels r.Context() with
 // ErrClientGone as its cause, on one loop and on two.
 func TestClientGoingAwayEndsTheHandlersWait(t *testing.T) {
 	for _, loops := range []int{1, 2} {
@@ -192,6 +222,112 @@ func TestWatchBeginsWhenTheBodyIsRead(t *testing.T) {
 				t.Fatalf("Sleep returned %v: a request with its body unread is not watched", err)
 			}
 		})
+	}
+}
+
+// The watch's task starts only when the handler suspends: a handler that
+// answers without suspending starts no task (the keep-alive connection's
+// requests below spawn none, but for a connection that parked when the
+// client was slow), and one that suspends starts the watch then.
+func TestWatchStartsOnlyWhenTheHandlerSuspends(t *testing.T) {
+	type counts struct{ before, after uint64 }
+	seen := make(chan counts, 1)
+	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		var n counts
+		n.before = weft.RunStats(t).Spawned
+		if r.URL.Path == "/yield" {
+			t.Yield()
+		}
+		n.after = weft.RunStats(t).Spawned
+		seen <- n
+	})})
+	rc := dialRaw(t, ts.addr)
+	const requests = 40
+	var prev uint64
+	spawning := 0
+	for i := range requests {
+		rc.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+		bodyOf(t, rc.response("GET"))
+		n := <-seen
+		if n.after != n.before {
+			t.Fatalf("request %d: a handler that did not suspend saw %d tasks start", i, n.after-n.before)
+		}
+		if i > 0 && n.before != prev {
+			spawning++
+		}
+		prev = n.before
+	}
+	if spawning > requests/2 {
+		t.Fatalf("%d of %d keep-alive requests whose handler did not suspend started tasks", spawning, requests-1)
+	}
+	rc.send("GET /yield HTTP/1.1\r\nHost: x\r\n\r\n")
+	bodyOf(t, rc.response("GET"))
+	if n := <-seen; n.after == n.before {
+		t.Fatal("a handler that yielded started no watch")
+	}
+}
+
+// The watch belongs to the connection, not to the scope the handler's
+// code is in when the request has been read whole (or when it first
+// waits): a Timeout around the body's read, once past, does not end the
+// watch, and a Group around it does not wait for the watch (which waits
+// for the client) as it ends. The client's going is seen after either,
+// on one loop and on two.
+func TestWatchOutlivesTheHandlersScopes(t *testing.T) {
+	scopes := map[string]func(t *weft.Task, r *http.Request) error{
+		"Timeout": func(t *weft.Task, r *http.Request) error {
+			_, err := weft.Timeout(t, 20*time.Millisecond, func(t *weft.Task) (int, error) {
+				io.ReadAll(r.Body)
+				return 0, t.Sleep(time.Hour) // the deadline ends it
+			})
+			return err
+		},
+		"Group": func(t *weft.Task, r *http.Request) error {
+			return weft.Group(t, func(g *weft.TaskGroup) error {
+				io.ReadAll(r.Body)
+				return t.Sleep(time.Millisecond) // suspended inside the group too
+			})
+		},
+	}
+	for _, loops := range []int{1, 2} {
+		for name, scope := range scopes {
+			t.Run(fmt.Sprintf("%s/loops=%d", name, loops), func(t *testing.T) {
+				scoped := make(chan error, 1)
+				out := make(chan string, 1)
+				ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+					scoped <- scope(t, r)
+					err := t.Sleep(time.Hour)
+					out <- fmt.Sprintf("%v|%v", errors.Is(err, context.Canceled), context.Cause(r.Context()))
+				})}, weft.WithLoops(loops))
+				c, err := net.Dial("tcp", ts.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody")
+				select {
+				case err := <-scoped:
+					if name == "Timeout" && !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("the Timeout returned %v", err)
+					}
+					if name == "Group" && err != nil {
+						t.Fatalf("the Group returned %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the handler's scope did not end: it waits for the watch")
+				}
+				time.Sleep(10 * time.Millisecond) // the handler waits after its scope
+				c.Close()
+				select {
+				case got := <-out:
+					ok, cause, _ := strings.Cut(got, "|")
+					if ok != "true" || !strings.Contains(cause, whttp.ErrClientGone.Error()) {
+						t.Fatalf("wait ended with an error %s, cause %q: want an error and ErrClientGone", ok, cause)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the handler's wait did not end after the client left: the watch ended with the scope")
+				}
+			})
+		}
 	}
 }
 

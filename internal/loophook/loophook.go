@@ -1,7 +1,7 @@
-// Package loophook lets weft's own packages (whttp) reach two facts about a
-// loop that weft does not export: which Run a task belongs to, and the end of
-// that Run. Package weft sets the functions in its init; they are
-// nil until weft is linked in.
+// Package loophook lets weft's own packages (whttp) reach what weft does
+// not export: which Run a task belongs to, the end of that Run, the task
+// that runs, and a hook run before a task suspends. Package weft sets the
+// functions in its init; they are nil until weft is linked in.
 package loophook
 
 // Key returns a comparable value naming the Run of t, a *weft.Task: the
@@ -20,3 +20,20 @@ var AtEnd func(t any, f func())
 // (as an any), or nil outside every task: for values handed from task to
 // task (a response body) that must find who calls them.
 var Current func() any
+
+// Suspender is a suspend hook: see OnSuspend.
+type Suspender interface {
+	// BeforeSuspend runs once, on the code of the task the hook was
+	// armed on, as the task is about to give its loop away for the first
+	// time since (a wait, a Yield, a spawn that runs the child first, a
+	// preemption, a move to another loop), or reaches the slow path of a
+	// Checkpoint. It must not suspend (that panics); a task it starts
+	// (weft.Go, TaskGroup.Go, GoIn...) is only queued, and runs once the
+	// task has given the loop away.
+	BeforeSuspend()
+}
+
+// OnSuspend arms h as the suspend hook of t, a *weft.Task, replacing the
+// one armed, or disarms it (h nil). Call it from t's own task; it does
+// not suspend. A task that never gives its loop away never runs its hook.
+var OnSuspend func(t any, h Suspender)

@@ -118,13 +118,17 @@ func (t *Task) waitExternal(op *extOp) error {
 		return nil
 	}
 	// What reports show: the operation and where its caller waits.
-	ws := t.waitState()
-	ws.op = op.name
-	if ws.op == "" {
-		ws.op = "Offload"
+	// (noteWaitSite, inline so that the stack starts at the caller)
+	name := op.name
+	if name == "" {
+		name = "Offload"
 	}
-	clear(ws.pcs[:])
-	fpCallers(ws.pcs[:])
+	r := t.obsRec()
+	r.mu.Lock()
+	r.w.op = name
+	clear(r.w.pcs[:])
+	fpCallers(r.w.pcs[:])
+	r.mu.Unlock()
 	return t.block(waitExternal)
 }
 

@@ -70,7 +70,7 @@ func (rs *runState) snapshot() runSnap {
 		if r := t.obs.rec.Load(); r != nil {
 			r.mu.Lock()
 			ts.name = r.name
-			if r.haveWait && tok != 0 && r.w.gen == tok {
+			if r.w.have && tok != 0 && r.w.gen == tok {
 				ts.state, ts.rec = viewWaiting, r.w
 			}
 			r.mu.Unlock()

@@ -136,10 +136,9 @@ type taskObs struct {
 
 // obsRecord is what a task publishes about itself.
 type obsRecord struct {
-	mu       sync.Mutex
-	name     string     // guarded by mu; written only by the task itself
-	haveWait bool       // guarded by mu: w holds the current or last wait
-	w        obsWaitRec // guarded by mu
+	mu   sync.Mutex
+	name string     // guarded by mu; written only by the task itself
+	w    obsWaitRec // guarded by mu
 
 	// runnableSince is when the task last became runnable (woken, or it
 	// gave way), on the Run's clock (roughNow), plus one: 0 is never.
@@ -162,6 +161,7 @@ func (t *Task) obsRec() *obsRecord {
 type obsWaitRec struct {
 	gen    uint32   // the wait's generation: current while t.waitTok holds it
 	kind   waitKind // what it waits on
+	have   bool     // the record holds the current or last wait
 	op     string   // the operation, if known ("Await", "Chan.Recv")
 	since  int64    // when it began, on the Run's clock
 	detail int64    // a timer's deadline; an fd<<2 | its poller.Mode
@@ -348,17 +348,15 @@ func (t *Task) obsWait(kind waitKind) {
 	r := t.obsRec()
 	rec := &r.w
 	r.mu.Lock()
-	r.haveWait = true
-	rec.gen, rec.kind, rec.op = t.waitGen, kind, ""
+	rec.have = true
+	rec.gen, rec.kind = t.waitGen, kind
 	rec.since = t.loop.roughNow()
 	rec.detail = 0
 	switch kind {
 	case waitPromise, waitMulti, waitPark, waitExternal:
-		if ws := x.w; ws != nil {
-			rec.op = ws.op
-			copy(rec.pcs[:], ws.pcs[:]) // no copy through the stack
-		}
+		// op and pcs are there already: noteWaitSite
 	default:
+		rec.op = ""
 		clear(rec.pcs[:])
 		fpCallers(rec.pcs[:])
 		switch kind {

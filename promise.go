@@ -94,13 +94,13 @@ type waiter struct {
 	index      int      // multi-waits: the promise's position in the call
 }
 
-// waitState is what a task needs only when it waits on promises.
+// waitState is what a task needs only when it waits on promises. The
+// operation and the stack of the wait, which reports show, are in the
+// task's observers' record (noteWaitSite).
 type waitState struct {
 	single    waiter
-	multi     []*waiter  // a multi-wait's registrations
-	firedList []*waiter  // ... and those whose promise settled, in that order
-	op        string     // the operation waiting, for deadlock reports
-	pcs       [8]uintptr // the stack of the wait, for deadlock reports
+	multi     []*waiter // a multi-wait's registrations
+	firedList []*waiter // ... and those whose promise settled, in that order
 }
 
 // fire records that the promise of the multi-wait registration w settled.
@@ -378,10 +378,16 @@ func (t *Task) promiseWaitAllowed() error {
 	return nil
 }
 
-// noteWaitSite records where the task waits, for a deadlock report.
+// noteWaitSite records the operation the task is about to wait in and
+// where its code waits (its caller's callers), for Dump, the watchdog and
+// deadlock reports: in its observers' record, whose wait block publishes
+// (obsWait keeps them for the kinds whose callers note the site: promise,
+// multi, park and external waits).
 func (t *Task) noteWaitSite(op string) {
-	ws := t.extra.w
-	ws.op = op
-	clear(ws.pcs[:])
-	fpCallers(ws.pcs[:])
+	r := t.obsRec()
+	r.mu.Lock()
+	r.w.op = op
+	clear(r.w.pcs[:])
+	fpCallers(r.w.pcs[:])
+	r.mu.Unlock()
 }

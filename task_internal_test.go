@@ -22,6 +22,7 @@ func TestRecordSizes(t *testing.T) {
 		{"obsRecord", unsafe.Sizeof(obsRecord{}), 136},
 		{"taskRare", unsafe.Sizeof(taskRare{}), 112},
 		{"timer", unsafe.Sizeof(timer{}), 40},
+		{"Conn", unsafe.Sizeof(Conn{}), 224}, // an idle connection's
 		{"taskCell[struct{}]", unsafe.Sizeof(taskCell[struct{}]{}), 240},
 	} {
 		if c.size > c.max {

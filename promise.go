@@ -44,8 +44,11 @@ const (
 // Promise is the eventual result of a task (see Go) or of an operation
 // settled by hand (see NewPromise): a value of type T and an error.
 type Promise[T any] struct {
-	p   promise
+	// val comes first: a zero-size last field would be padded, and the
+	// cell of a group task (a Promise[struct{}] and the user's function)
+	// would take the next size class.
 	val T
+	p   promise
 }
 
 type promise struct {

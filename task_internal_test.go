@@ -24,6 +24,7 @@ func TestRecordSizes(t *testing.T) {
 		{"timer", unsafe.Sizeof(timer{}), 40},
 		{"Conn", unsafe.Sizeof(Conn{}), 224}, // an idle connection's
 		{"taskCell[struct{}]", unsafe.Sizeof(taskCell[struct{}]{}), 240},
+		{"wrappedCell[struct{}]", unsafe.Sizeof(wrappedCell[struct{}]{}), 240}, // a group task's
 	} {
 		if c.size > c.max {
 			t.Errorf("%s is %d bytes, over the %d of its size class", c.name, c.size, c.max)

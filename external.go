@@ -125,8 +125,7 @@ func (t *Task) waitExternal(op *extOp) error {
 	}
 	r := t.obsRec()
 	r.mu.Lock()
-	r.w.op = name
-	clear(r.w.pcs[:])
+	t.publishWaitLocked(r, waitExternal, name)
 	fpCallers(r.w.pcs[:])
 	r.mu.Unlock()
 	return t.block(waitExternal)

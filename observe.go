@@ -342,11 +342,16 @@ func (l *loop) obsSleep() {
 	l.tracePublish()
 }
 
-// obsWait publishes the wait of kind t is about to suspend in (block).
+// obsWait publishes the wait of kind t is about to suspend in (block),
+// unless its caller did (noteWaitSite).
 func (t *Task) obsWait(kind waitKind) {
 	x := t.extra
 	r := t.obsRec()
 	rec := &r.w
+	// Only t writes its record, so t reads it without the lock.
+	if rec.have && rec.gen == t.waitGen && rec.kind == kind {
+		return // published with its site by noteWaitSite
+	}
 	r.mu.Lock()
 	rec.have = true
 	rec.gen, rec.kind = t.waitGen, kind
@@ -354,7 +359,7 @@ func (t *Task) obsWait(kind waitKind) {
 	rec.detail = 0
 	switch kind {
 	case waitPromise, waitMulti, waitPark, waitExternal:
-		// op and pcs are there already: noteWaitSite
+		// op and pcs are noteWaitSite's, which published the wait
 	default:
 		rec.op = ""
 		clear(rec.pcs[:])
@@ -367,6 +372,18 @@ func (t *Task) obsWait(kind waitKind) {
 		}
 	}
 	r.mu.Unlock()
+}
+
+// publishWaitLocked writes the wait of kind and op that t is about to
+// block in to its record r, its stack cleared for the caller to fill.
+// r.mu held, on t.
+func (t *Task) publishWaitLocked(r *obsRecord, kind waitKind, op string) {
+	rec := &r.w
+	rec.have = true
+	rec.gen, rec.kind, rec.op = t.waitGen, kind, op
+	rec.since = t.loop.roughNow()
+	rec.detail = 0
+	clear(rec.pcs[:])
 }
 
 // SetName names the task, for Dump, the watchdog's reports, traces and

@@ -88,8 +88,7 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 	x.park, x.parkW = src, w
 	r := t.obsRec() // noteWaitSite, inline so that the stack starts at the caller
 	r.mu.Lock()
-	r.w.op = op
-	clear(r.w.pcs[:])
+	t.publishWaitLocked(r, waitPark, op)
 	fpCallers(r.w.pcs[:])
 	r.mu.Unlock()
 	if _, ka := src.(keepAliveSource); ka {

@@ -362,7 +362,7 @@ func (t *Task) awaitOne(p *promise, op string) error {
 	if !p.register(&ws.single) {
 		return nil
 	}
-	t.noteWaitSite(op)
+	t.noteWaitSite(waitPromise, op)
 	return t.block(waitPromise)
 }
 
@@ -381,16 +381,16 @@ func (t *Task) promiseWaitAllowed() error {
 	return nil
 }
 
-// noteWaitSite records the operation the task is about to wait in and
-// where its code waits (its caller's callers), for Dump, the watchdog and
-// deadlock reports: in its observers' record, whose wait block publishes
-// (obsWait keeps them for the kinds whose callers note the site: promise,
-// multi, park and external waits).
-func (t *Task) noteWaitSite(op string) {
+// noteWaitSite publishes the wait of kind the task is about to block in
+// (its generation begun), with the operation and where its code waits
+// (its caller's callers), for Dump, the watchdog and deadlock reports, in
+// one critical section of its observers' record: block then finds it
+// published (obsWait). The kinds whose callers note their site: promise,
+// multi, park and external waits.
+func (t *Task) noteWaitSite(kind waitKind, op string) {
 	r := t.obsRec()
 	r.mu.Lock()
-	r.w.op = op
-	clear(r.w.pcs[:])
+	t.publishWaitLocked(r, kind, op)
 	fpCallers(r.w.pcs[:])
 	r.mu.Unlock()
 }

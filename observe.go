@@ -134,11 +134,11 @@ type taskObs struct {
 	rec        atomic.Pointer[obsRecord] // &t.extra.obs once published (by its loop)
 }
 
-// obsRecord is what a task publishes about itself.
+// obsRecord is what a task publishes about itself. Its name, set by few
+// tasks, is in its taskRare (name), guarded by mu too.
 type obsRecord struct {
-	mu   sync.Mutex
-	name string     // guarded by mu; written only by the task itself
-	w    obsWaitRec // guarded by mu
+	mu sync.Mutex
+	w  obsWaitRec // guarded by mu
 
 	// runnableSince is when the task last became runnable (woken, or it
 	// gave way), on the Run's clock (roughNow), plus one: 0 is never.
@@ -393,8 +393,9 @@ func (t *Task) publishWaitLocked(r *obsRecord, kind waitKind, op string) {
 func (t *Task) SetName(name string) {
 	t.check("SetName")
 	r := t.obsRec()
+	rr := t.ensureRare()
 	r.mu.Lock()
-	r.name = name
+	rr.name = name
 	r.mu.Unlock()
 	t.nameChanged()
 }
@@ -403,7 +404,13 @@ func (t *Task) SetName(name string) {
 // does not suspend.
 func (t *Task) Name() string {
 	t.check("Name")
-	if r := t.obs.rec.Load(); r != nil {
+	return t.ownName()
+}
+
+// ownName is t's name for t itself or its loop, which read it without
+// the lock: only t writes it.
+func (t *Task) ownName() string {
+	if r := t.rareOf(); r != nil {
 		return r.name
 	}
 	return ""
@@ -419,7 +426,16 @@ func (t *Task) givenName() string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.name
+	return t.nameLocked()
+}
+
+// nameLocked is givenName for a caller holding the lock of t's published
+// observers' record (which was made with t.extra, so t.extra is there).
+func (t *Task) nameLocked() string {
+	if rr := t.extra.rare.Load(); rr != nil {
+		return rr.name
+	}
+	return ""
 }
 
 // fdModeString names a direction of an fd wait.
@@ -435,7 +451,7 @@ func fdModeString(m poller.Mode) string {
 
 // nameChanged passes a new name on to the trace and the profiler label.
 func (t *Task) nameChanged() {
-	t.loop.traceName(t, t.extra.obs.name)
+	t.loop.traceName(t, t.ownName())
 	t.nameLabel()
 }
 

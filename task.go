@@ -58,7 +58,7 @@ type Task struct {
 // is published in obs): it holds what a wait needs, and what only a few
 // tasks ever use is in a second record, taskRare, made on first use, so
 // that a task sleeping, awaiting or reading pays only for this one. It is
-// 280 bytes, in the allocator's 288-byte size class (the next is 320):
+// 264 bytes, in the allocator's 288-byte size class (the next is 320):
 // see TestRecordSizes before adding a field.
 type taskExtra struct {
 	wakeErr     error       // delivered by interrupt to the current wait
@@ -83,8 +83,8 @@ type taskExtra struct {
 }
 
 // taskRare holds what only a few tasks use: contexts, a Network of their
-// own, exit and finish callbacks, a failure record, keep-alive parks. It hangs off taskExtra, made
-// by ensureRare on the task's loop and published atomically (no lock:
+// own, exit and finish callbacks, a failure record, keep-alive parks, a
+// name. It hangs off taskExtra, made by ensureRare on the task's loop and published atomically (no lock:
 // callers may hold the run lock, or channels' locks), since the
 // cancellation walk of another loop reads its ctxs under the run lock and
 // a promise's first observer, on any goroutine, its failure.
@@ -98,6 +98,7 @@ type taskRare struct {
 	// a keepAliveSource (loop.kaParked), while it is.
 	kaPrev, kaNext *Task
 	kaLinked       bool
+	name           string // SetName's: written by the task and read elsewhere under its obs record's mu (observe.go)
 }
 
 // ensureExtra returns t's extra record, making it on first use. Only

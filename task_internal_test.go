@@ -19,8 +19,8 @@ func TestRecordSizes(t *testing.T) {
 		size, max uintptr
 	}{
 		{"taskExtra", unsafe.Sizeof(taskExtra{}), 288},
-		{"obsRecord", unsafe.Sizeof(obsRecord{}), 136},
-		{"taskRare", unsafe.Sizeof(taskRare{}), 112},
+		{"obsRecord", unsafe.Sizeof(obsRecord{}), 120},
+		{"taskRare", unsafe.Sizeof(taskRare{}), 128},
 		{"timer", unsafe.Sizeof(timer{}), 40},
 		{"Conn", unsafe.Sizeof(Conn{}), 224}, // an idle connection's
 		{"taskCell[struct{}]", unsafe.Sizeof(taskCell[struct{}]{}), 240},

@@ -79,7 +79,7 @@ type taskExtra struct {
 	// function would have released (GoWhenReadable closes its Conn).
 	dropped func()
 	rare    atomic.Pointer[taskRare] // made on first use (ensureRare)
-	obs     obsRecord                // the name and wait observers read, once published in Task.obs (observe.go)
+	obs     obsRecord                // the wait observers read, once published in Task.obs (observe.go)
 }
 
 // taskRare holds what only a few tasks use: contexts, a Network of their

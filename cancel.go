@@ -248,7 +248,7 @@ func (l *loop) refresh(t *Task) {
 	if dl := chainDeadline(in); dl != t.dl.Load() {
 		t.dl.Store(dl)
 	}
-	if x := t.extra; x != nil && len(x.ctxs) > 0 {
+	if r := t.rareOf(); r != nil && len(r.ctxs) > 0 {
 		t.cancelContexts() // those of scopes the cancellation reached, shielded code or not
 	}
 	if cause == nil {

@@ -132,8 +132,8 @@ func (t *Task) waitEach(ps []*promise, op string, visit func(i int) bool) error 
 		if seen == len(ws.multi) {
 			return nil
 		}
-		t.noteWaitSite(op)
 		t.newWait()
+		t.noteWaitSite(waitMulti, op)
 		if err := t.block(waitMulti); err != nil {
 			return err
 		}

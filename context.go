@@ -120,7 +120,8 @@ func (t *Task) scopeContext(x *taskExtra, s *scope) *taskContext {
 			c.hasDeadline = true
 		}
 		st.ctx = c
-		x.ctxs = append(x.ctxs, s)
+		r := t.ensureRare()
+		r.ctxs = append(r.ctxs, s)
 		if cause := chainCause(s); cause != nil {
 			c.cancelWith(cause)
 		}
@@ -137,11 +138,11 @@ func newTaskContext(rs *runState) *taskContext {
 // cancelContexts cancels the contexts of t's scopes that a cancellation
 // now applies to. Run lock held; any loop may call it.
 func (t *Task) cancelContexts() {
-	x := t.extra
-	if x == nil {
+	r := t.rareOf()
+	if r == nil {
 		return
 	}
-	for _, s := range x.ctxs {
+	for _, s := range r.ctxs {
 		if c := s.st.ctx; !c.cancelled {
 			if cause := chainCause(s); cause != nil {
 				c.cancelWith(cause)
@@ -158,10 +159,10 @@ func (t *Task) endContext(s *scope, cause error) {
 		return
 	}
 	s.st.ctx.cancelWith(cause)
-	x := t.extra
-	for i, c := range x.ctxs {
+	r := t.extra.rare.Load()
+	for i, c := range r.ctxs {
 		if c == s {
-			x.ctxs = append(x.ctxs[:i], x.ctxs[i+1:]...)
+			r.ctxs = append(r.ctxs[:i], r.ctxs[i+1:]...)
 			break
 		}
 	}
@@ -169,16 +170,16 @@ func (t *Task) endContext(s *scope, cause error) {
 
 // closeContexts ends every context t made, as t finishes.
 func (t *Task) closeContexts() {
-	x := t.extra
-	if x == nil || len(x.ctxs) == 0 {
+	r := t.rareOf()
+	if r == nil || len(r.ctxs) == 0 {
 		return
 	}
 	rs := t.rs
 	rs.lock()
-	for _, s := range x.ctxs {
+	for _, s := range r.ctxs {
 		s.st.ctx.cancelWith(errTaskFinished)
 	}
-	x.ctxs = nil
+	r.ctxs = nil
 	rs.unlock()
 }
 

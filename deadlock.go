@@ -104,9 +104,14 @@ func (rs *runState) deadlockError(blocked []*Task) *DeadlockError {
 	for _, t := range blocked {
 		bt := BlockedTask{Name: t.name(), Func: t.funcName(), Started: t.spawnSite(), Op: "?", Waiting: "?",
 			TaskName: t.givenName(), StartedBy: t.how.String()}
-		if ws := t.extra.w; ws != nil {
-			bt.Op = ws.op
-			bt.Waiting = userSite(ws.pcs[:])
+		if r := t.obs.rec.Load(); r != nil {
+			r.mu.Lock()
+			switch r.w.kind {
+			case waitPromise, waitMulti, waitPark, waitExternal: // noteWaitSite's
+				bt.Op = r.w.op
+				bt.Waiting = userSite(r.w.pcs[:])
+			}
+			r.mu.Unlock()
 		}
 		d.Blocked = append(d.Blocked, bt)
 	}

@@ -118,13 +118,16 @@ func (t *Task) waitExternal(op *extOp) error {
 		return nil
 	}
 	// What reports show: the operation and where its caller waits.
-	ws := t.waitState()
-	ws.op = op.name
-	if ws.op == "" {
-		ws.op = "Offload"
+	// (noteWaitSite, inline so that the stack starts at the caller)
+	name := op.name
+	if name == "" {
+		name = "Offload"
 	}
-	clear(ws.pcs[:])
-	fpCallers(ws.pcs[:])
+	r := t.obsRec()
+	r.mu.Lock()
+	t.publishWaitLocked(r, waitExternal, name)
+	fpCallers(r.w.pcs[:])
+	r.mu.Unlock()
 	return t.block(waitExternal)
 }
 

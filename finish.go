@@ -21,13 +21,13 @@ type finishHook struct {
 // onFinish registers h to run when t finishes. Call it on t's loop, while
 // t has not finished, with an h that is not registered.
 func (t *Task) onFinish(h *finishHook) {
-	x := t.ensureExtra()
+	r := t.ensureRare()
 	h.task = t
-	h.prev, h.next = nil, x.finish
-	if x.finish != nil {
-		x.finish.prev = h
+	h.prev, h.next = nil, r.finish
+	if r.finish != nil {
+		r.finish.prev = h
 	}
-	x.finish = h
+	r.finish = h
 }
 
 // remove unregisters h if it is registered (it has not run). Call it on
@@ -40,7 +40,7 @@ func (h *finishHook) remove() {
 	if h.prev != nil {
 		h.prev.next = h.next
 	} else {
-		t.extra.finish = h.next
+		t.extra.rare.Load().finish = h.next
 	}
 	if h.next != nil {
 		h.next.prev = h.prev
@@ -51,8 +51,8 @@ func (h *finishHook) remove() {
 // runFinishHooks runs and unregisters t's hooks, newest first. A hook may
 // remove others that have not run.
 func (t *Task) runFinishHooks() {
-	for t.extra.finish != nil {
-		h := t.extra.finish
+	for r := t.extra.rare.Load(); r.finish != nil; {
+		h := r.finish
 		h.remove()
 		h.fn()
 	}

@@ -436,8 +436,15 @@ func groupWrap[T any](g *TaskGroup, kind groupTaskKind, f func(t *Task) (T, erro
 // queued nowhere, and the caller must make it wait (on its loop) or ready
 // it, before cur next suspends. cur does not suspend otherwise.
 func newGroupTask(g *TaskGroup, cur *Task, how spawnOp, pc, user uintptr, f func(t *Task) error) *Task {
+	return newGroupTaskOf(g, cur, how, pc, user, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+}
+
+// newGroupTaskOf is newGroupTask for a caller that has f in the shape of
+// a task's function already: one closure fewer for a task that may wait
+// long before it starts (GoWhenReadable's).
+func newGroupTaskOf(g *TaskGroup, cur *Task, how spawnOp, pc, user uintptr, f func(t *Task) (struct{}, error)) *Task {
 	g.admit(cur, how)
-	wrapped := groupWrap(g, groupTask, func(t *Task) (struct{}, error) { return struct{}{}, f(t) })
+	wrapped := groupWrap(g, groupTask, f)
 	c := newTask(cur.loop, &g.scope, wrapped, pc, how, user)
 	c.task.simLoop = cur.simLoop
 	return &c.task

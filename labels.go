@@ -95,7 +95,7 @@ func (t *Task) startLabels() unsafe.Pointer {
 // name.
 func (t *Task) nameLabel() {
 	if labelsMirrored && !t.rs.obs.noLabels {
-		setProfLabel(withTaskLabel(t.rs.labels, t.extra.obs.name))
+		setProfLabel(withTaskLabel(t.rs.labels, t.ownName()))
 	}
 }
 

@@ -337,7 +337,7 @@ func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)
-		if t.waitKind == waitPark && t.extra.kaLinked {
+		if t.waitKind == waitPark && t.extra.rare.Load() != nil && t.extra.rare.Load().kaLinked {
 			l.unlinkKeepAlive(t)
 		}
 		l.traceWake(t)

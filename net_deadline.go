@@ -44,10 +44,10 @@ const noDeadline = 1<<63 - 1
 type ioDeadline struct {
 	when    atomic.Int64 // shared: the deadline, loop-clock ns; noDeadline if none
 	busy    atomic.Int32 // shared (written on the loop): tasks inside an operation
+	armed   bool         // loop-owned
 	waiters []*Task      // loop-owned: those tasks; backed by one while there is one
 	one     [1]*Task     // loop-owned: the usual single task, without an allocation deep in its Read or Write
 	tm      timer        // loop-owned: armed (in the heap) while armed is true
-	armed   bool         // loop-owned
 }
 
 // connDeadlines are a Conn's two deadlines.

@@ -92,9 +92,9 @@ func (g *TaskGroup) GoWhenReadable(c *Conn, f func(t *Task) error) {
 		cur.loop.ready(t)
 		return
 	}
-	t := newGroupTask(g, cur, spawnGoWhenReadable, pc, funcPC(f), func(t *Task) error {
+	t := newGroupTaskOf(g, cur, spawnGoWhenReadable, pc, funcPC(f), func(t *Task) (struct{}, error) {
 		c.readableStarted(t)
-		return f(t)
+		return struct{}{}, f(t)
 	})
 	home := c.loop
 	if home == cur.loop {

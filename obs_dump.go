@@ -69,8 +69,8 @@ func (rs *runState) snapshot() runSnap {
 		tok := t.waitTok.Load()
 		if r := t.obs.rec.Load(); r != nil {
 			r.mu.Lock()
-			ts.name = r.name
-			if r.haveWait && tok != 0 && r.w.gen == tok {
+			ts.name = t.nameLocked()
+			if r.w.have && tok != 0 && r.w.gen == tok {
 				ts.state, ts.rec = viewWaiting, r.w
 			}
 			r.mu.Unlock()

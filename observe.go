@@ -134,12 +134,11 @@ type taskObs struct {
 	rec        atomic.Pointer[obsRecord] // &t.extra.obs once published (by its loop)
 }
 
-// obsRecord is what a task publishes about itself.
+// obsRecord is what a task publishes about itself. Its name, set by few
+// tasks, is in its taskRare (name), guarded by mu too.
 type obsRecord struct {
-	mu       sync.Mutex
-	name     string     // guarded by mu; written only by the task itself
-	haveWait bool       // guarded by mu: w holds the current or last wait
-	w        obsWaitRec // guarded by mu
+	mu sync.Mutex
+	w  obsWaitRec // guarded by mu
 
 	// runnableSince is when the task last became runnable (woken, or it
 	// gave way), on the Run's clock (roughNow), plus one: 0 is never.
@@ -162,6 +161,7 @@ func (t *Task) obsRec() *obsRecord {
 type obsWaitRec struct {
 	gen    uint32   // the wait's generation: current while t.waitTok holds it
 	kind   waitKind // what it waits on
+	have   bool     // the record holds the current or last wait
 	op     string   // the operation, if known ("Await", "Chan.Recv")
 	since  int64    // when it began, on the Run's clock
 	detail int64    // a timer's deadline; an fd<<2 | its poller.Mode
@@ -342,23 +342,26 @@ func (l *loop) obsSleep() {
 	l.tracePublish()
 }
 
-// obsWait publishes the wait of kind t is about to suspend in (block).
+// obsWait publishes the wait of kind t is about to suspend in (block),
+// unless its caller did (noteWaitSite).
 func (t *Task) obsWait(kind waitKind) {
 	x := t.extra
 	r := t.obsRec()
 	rec := &r.w
+	// Only t writes its record, so t reads it without the lock.
+	if rec.have && rec.gen == t.waitGen && rec.kind == kind {
+		return // published with its site by noteWaitSite
+	}
 	r.mu.Lock()
-	r.haveWait = true
-	rec.gen, rec.kind, rec.op = t.waitGen, kind, ""
+	rec.have = true
+	rec.gen, rec.kind = t.waitGen, kind
 	rec.since = t.loop.roughNow()
 	rec.detail = 0
 	switch kind {
 	case waitPromise, waitMulti, waitPark, waitExternal:
-		if ws := x.w; ws != nil {
-			rec.op = ws.op
-			copy(rec.pcs[:], ws.pcs[:]) // no copy through the stack
-		}
+		// op and pcs are noteWaitSite's, which published the wait
 	default:
+		rec.op = ""
 		clear(rec.pcs[:])
 		fpCallers(rec.pcs[:])
 		switch kind {
@@ -371,6 +374,18 @@ func (t *Task) obsWait(kind waitKind) {
 	r.mu.Unlock()
 }
 
+// publishWaitLocked writes the wait of kind and op that t is about to
+// block in to its record r, its stack cleared for the caller to fill.
+// r.mu held, on t.
+func (t *Task) publishWaitLocked(r *obsRecord, kind waitKind, op string) {
+	rec := &r.w
+	rec.have = true
+	rec.gen, rec.kind, rec.op = t.waitGen, kind, op
+	rec.since = t.loop.roughNow()
+	rec.detail = 0
+	clear(rec.pcs[:])
+}
+
 // SetName names the task, for Dump, the watchdog's reports, traces and
 // profiles (the pprof label weft.task). A task has no name until it sets
 // one; reports then show its id and function. SetName does not suspend
@@ -378,8 +393,9 @@ func (t *Task) obsWait(kind waitKind) {
 func (t *Task) SetName(name string) {
 	t.check("SetName")
 	r := t.obsRec()
+	rr := t.ensureRare()
 	r.mu.Lock()
-	r.name = name
+	rr.name = name
 	r.mu.Unlock()
 	t.nameChanged()
 }
@@ -388,7 +404,13 @@ func (t *Task) SetName(name string) {
 // does not suspend.
 func (t *Task) Name() string {
 	t.check("Name")
-	if r := t.obs.rec.Load(); r != nil {
+	return t.ownName()
+}
+
+// ownName is t's name for t itself or its loop, which read it without
+// the lock: only t writes it.
+func (t *Task) ownName() string {
+	if r := t.rareOf(); r != nil {
 		return r.name
 	}
 	return ""
@@ -404,7 +426,16 @@ func (t *Task) givenName() string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.name
+	return t.nameLocked()
+}
+
+// nameLocked is givenName for a caller holding the lock of t's published
+// observers' record (which was made with t.extra, so t.extra is there).
+func (t *Task) nameLocked() string {
+	if rr := t.extra.rare.Load(); rr != nil {
+		return rr.name
+	}
+	return ""
 }
 
 // fdModeString names a direction of an fd wait.
@@ -420,7 +451,7 @@ func fdModeString(m poller.Mode) string {
 
 // nameChanged passes a new name on to the trace and the profiler label.
 func (t *Task) nameChanged() {
-	t.loop.traceName(t, t.extra.obs.name)
+	t.loop.traceName(t, t.ownName())
 	t.nameLabel()
 }
 

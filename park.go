@@ -86,15 +86,16 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 	}
 	x := t.ensureExtra()
 	x.park, x.parkW = src, w
-	ws := t.waitState()
-	ws.op = op
-	clear(ws.pcs[:])
-	fpCallers(ws.pcs[:])
+	r := t.obsRec() // noteWaitSite, inline so that the stack starts at the caller
+	r.mu.Lock()
+	t.publishWaitLocked(r, waitPark, op)
+	fpCallers(r.w.pcs[:])
+	r.mu.Unlock()
 	if _, ka := src.(keepAliveSource); ka {
 		l.linkKeepAlive(t)
 	}
 	err := t.block(waitPark)
-	if x.kaLinked {
+	if r := x.rare.Load(); r != nil && r.kaLinked {
 		// The wait ended before it began (block returned at once): t is
 		// still on l, which unlinks it here. Otherwise ready did, on the
 		// loop that owns the list, before t could be handed elsewhere.
@@ -110,28 +111,28 @@ func (t *Task) park(op string, src parkSource, w *parkWaiter) error {
 // and l unlinks the task as it readies it (ready), before the task can be
 // handed to another loop.
 func (l *loop) linkKeepAlive(t *Task) {
-	x := t.extra
-	x.kaLinked = true
-	x.kaPrev, x.kaNext = nil, l.kaParked
+	r := t.ensureRare()
+	r.kaLinked = true
+	r.kaPrev, r.kaNext = nil, l.kaParked
 	if l.kaParked != nil {
-		l.kaParked.extra.kaPrev = t
+		l.kaParked.extra.rare.Load().kaPrev = t
 	}
 	l.kaParked = t
 }
 
 // unlinkKeepAlive takes t off l's list again, as its park ends.
 func (l *loop) unlinkKeepAlive(t *Task) {
-	x := t.extra
-	x.kaLinked = false
-	if x.kaPrev != nil {
-		x.kaPrev.extra.kaNext = x.kaNext
+	r := t.extra.rare.Load()
+	r.kaLinked = false
+	if r.kaPrev != nil {
+		r.kaPrev.extra.rare.Load().kaNext = r.kaNext
 	} else {
-		l.kaParked = x.kaNext
+		l.kaParked = r.kaNext
 	}
-	if x.kaNext != nil {
-		x.kaNext.extra.kaPrev = x.kaPrev
+	if r.kaNext != nil {
+		r.kaNext.extra.rare.Load().kaPrev = r.kaPrev
 	}
-	x.kaPrev, x.kaNext = nil, nil
+	r.kaPrev, r.kaNext = nil, nil
 }
 
 // wake makes the task behind w runnable, if it is still in the wait w was
@@ -168,7 +169,7 @@ func (w *parkWaiter) postRecheck() {
 // a source that can still be satisfied from outside the loops. Only l
 // calls it (with several loops, holding the run lock, as it goes idle).
 func (l *loop) parkedKeepAliveLocked() bool {
-	for t := l.kaParked; t != nil; t = t.extra.kaNext {
+	for t := l.kaParked; t != nil; t = t.extra.rare.Load().kaNext {
 		if t.state == stateWaiting && t.waitKind == waitPark {
 			if k, ok := t.extra.park.(keepAliveSource); ok && k.keepsAlive() {
 				return true

@@ -44,8 +44,11 @@ const (
 // Promise is the eventual result of a task (see Go) or of an operation
 // settled by hand (see NewPromise): a value of type T and an error.
 type Promise[T any] struct {
-	p   promise
+	// val comes first: a zero-size last field would be padded, and the
+	// cell of a group task (a Promise[struct{}] and the user's function)
+	// would take the next size class.
 	val T
+	p   promise
 }
 
 type promise struct {
@@ -94,13 +97,13 @@ type waiter struct {
 	index      int      // multi-waits: the promise's position in the call
 }
 
-// waitState is what a task needs only when it waits on promises.
+// waitState is what a task needs only when it waits on promises. The
+// operation and the stack of the wait, which reports show, are in the
+// task's observers' record (noteWaitSite).
 type waitState struct {
 	single    waiter
-	multi     []*waiter  // a multi-wait's registrations
-	firedList []*waiter  // ... and those whose promise settled, in that order
-	op        string     // the operation waiting, for deadlock reports
-	pcs       [8]uintptr // the stack of the wait, for deadlock reports
+	multi     []*waiter // a multi-wait's registrations
+	firedList []*waiter // ... and those whose promise settled, in that order
 }
 
 // fire records that the promise of the multi-wait registration w settled.
@@ -359,7 +362,7 @@ func (t *Task) awaitOne(p *promise, op string) error {
 	if !p.register(&ws.single) {
 		return nil
 	}
-	t.noteWaitSite(op)
+	t.noteWaitSite(waitPromise, op)
 	return t.block(waitPromise)
 }
 
@@ -378,10 +381,16 @@ func (t *Task) promiseWaitAllowed() error {
 	return nil
 }
 
-// noteWaitSite records where the task waits, for a deadlock report.
-func (t *Task) noteWaitSite(op string) {
-	ws := t.extra.w
-	ws.op = op
-	clear(ws.pcs[:])
-	fpCallers(ws.pcs[:])
+// noteWaitSite publishes the wait of kind the task is about to block in
+// (its generation begun), with the operation and where its code waits
+// (its caller's callers), for Dump, the watchdog and deadlock reports, in
+// one critical section of its observers' record: block then finds it
+// published (obsWait). The kinds whose callers note their site: promise,
+// multi, park and external waits.
+func (t *Task) noteWaitSite(kind waitKind, op string) {
+	r := t.obsRec()
+	r.mu.Lock()
+	t.publishWaitLocked(r, kind, op)
+	fpCallers(r.w.pcs[:])
+	r.mu.Unlock()
 }

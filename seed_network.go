@@ -96,13 +96,13 @@ func GoWithNetwork[T any](t *Task, n Network, f func(t *Task) (T, error)) *Promi
 	if n == nil {
 		panic("weft: GoWithNetwork called with a nil Network")
 	}
-	return spawnIn(t, t.innermost(), f, pc, spawnGoWithNetwork, 0, func(c *Task) { c.ensureExtra().network = n })
+	return spawnIn(t, t.innermost(), f, pc, spawnGoWithNetwork, 0, func(c *Task) { c.ensureRare().network = n })
 }
 
 // network returns the Network t's I/O goes through, nil for the host's.
 func (t *Task) network() Network {
-	if x := t.extra; x != nil && x.network != nil {
-		return x.network
+	if r := t.rareOf(); r != nil && r.network != nil {
+		return r.network
 	}
 	return t.rs.network
 }
@@ -110,7 +110,9 @@ func (t *Task) network() Network {
 // inheritNetwork gives the newborn t the Network of the task that spawned
 // it, if that one has its own.
 func (t *Task) inheritNetwork(parent *scope) {
-	if sp := parent.task; sp != nil && sp.extra != nil && sp.extra.network != nil {
-		t.ensureExtra().network = sp.extra.network
+	if sp := parent.task; sp != nil {
+		if r := sp.rareOf(); r != nil && r.network != nil {
+			t.ensureRare().network = r.network
+		}
 	}
 }

@@ -55,41 +55,55 @@ type Task struct {
 // taskExtra holds the parts of a task that most tasks never need, so that
 // a spawn allocates as little as possible (on this machine allocation costs
 // about a third of a nanosecond per byte, more than anything else in a
-// spawn but the coroutine switch).
+// spawn but the coroutine switch). Every task that waits has one (its wait
+// is published in obs): it holds what a wait needs, and what only a few
+// tasks ever use is in a second record, taskRare, made on first use, so
+// that a task sleeping, awaiting or reading pays only for this one. It is
+// 280 bytes, in the allocator's 288-byte size class (the next is 320):
+// see TestRecordSizes before adding a field.
 type taskExtra struct {
-	wakeErr     error  // delivered by interrupt to the current wait
-	cur         *scope // the innermost scope the task's code is in; nil: its root (cancel.go)
-	hold        int32  // cancellation is held back while > 0 (joins: see holdCancel)
-	fdMode      poller.Mode
-	fd          int            // fd waited on (state waiting, waitFD)
-	op          *poller.Op     // the completion-based operation waited on (waitFD), if any
-	timer       timer          // the task's sleep
-	network     Network        // GoWithNetwork's, inherited by the tasks it starts (seed_network.go)
-	ctxs        []*scope       // run lock: the scopes whose context Context made (context.go)
-	w           *waitState     // promise waits, made on the first one
-	cpu         int64          // ns run at Checkpoints since the task last waited (sched.go)
-	batch       bool           // in (or last queued in) the batch lane
-	checkpoints bool           // has taken the slow path of Checkpoint: time its runs
-	failure     *failureRecord // the task failed and nobody had observed it (unobserved.go)
-	atExit      []func()       // run on the loop after the task finished (see atExit)
-	park        parkSource     // the source of a parked wait (park.go)
-	parkW       *parkWaiter    // ... and the registration with it
-	// kaPrev, kaNext link the task into its loop's list of tasks parked on
-	// a keepAliveSource (loop.kaParked), while it is.
-	kaPrev, kaNext *Task
-	kaLinked       bool
-	finish         *finishHook // callbacks to run when the task finishes (finish.go)
-	obs            obsRecord   // the name and wait observers read, once published in Task.obs (observe.go)
-
+	wakeErr     error       // delivered by interrupt to the current wait
+	cur         *scope      // the innermost scope the task's code is in; nil: its root (cancel.go)
+	w           *waitState  // promise waits, made on the first one
+	op          *poller.Op  // the completion-based operation waited on (waitFD), if any
+	fd          int         // fd waited on (state waiting, waitFD)
+	cpu         int64       // ns run at Checkpoints since the task last waited (sched.go)
+	hold        int32       // cancellation is held back while > 0 (joins: see holdCancel)
+	fdMode      poller.Mode // the direction of the fd wait
+	batch       bool        // in (or last queued in) the batch lane
+	checkpoints bool        // has taken the slow path of Checkpoint: time its runs
+	timer       timer       // the task's sleep
+	park        parkSource  // the source of a parked wait (park.go)
+	parkW       *parkWaiter // ... and the registration with it
 	// dropped, set by waitUnstarted until the task starts, runs if the Run
-	// unwinds before the task could start (loop.unwind):
-	// what the task's function would have released (GoWhenReadable closes
-	// its Conn).
+	// unwinds before the task could start (loop.unwind): what the task's
+	// function would have released (GoWhenReadable closes its Conn).
 	dropped func()
+	rare    atomic.Pointer[taskRare] // made on first use (ensureRare)
+	obs     obsRecord                // the wait observers read, once published in Task.obs (observe.go)
 
 	// suspendHook, armed by loophook.OnSuspend, runs once before the task
 	// next gives its loop away (suspend.go).
 	suspendHook loophook.Suspender
+}
+
+// taskRare holds what only a few tasks use: contexts, a Network of their
+// own, exit and finish callbacks, a failure record, keep-alive parks, a
+// name. It hangs off taskExtra, made by ensureRare on the task's loop and published atomically (no lock:
+// callers may hold the run lock, or channels' locks), since the
+// cancellation walk of another loop reads its ctxs under the run lock and
+// a promise's first observer, on any goroutine, its failure.
+type taskRare struct {
+	network Network        // GoWithNetwork's, inherited by the tasks it starts (seed_network.go)
+	ctxs    []*scope       // run lock: the scopes whose context Context made (context.go)
+	failure *failureRecord // the task failed and nobody had observed it (unobserved.go)
+	atExit  []func()       // run on the loop after the task finished (see atExit)
+	finish  *finishHook    // callbacks to run when the task finishes (finish.go)
+	// kaPrev, kaNext link the task into its loop's list of tasks parked on
+	// a keepAliveSource (loop.kaParked), while it is.
+	kaPrev, kaNext *Task
+	kaLinked       bool
+	name           string // SetName's: written by the task and read elsewhere under its obs record's mu (observe.go)
 }
 
 // ensureExtra returns t's extra record, making it on first use. Only
@@ -106,6 +120,29 @@ func (t *Task) ensureExtra() *taskExtra {
 		t.rs.unlock()
 	}
 	return t.extra
+}
+
+// ensureRare returns t's rare record, making it (and the extra record) on
+// first use. Only t's loop calls it. It takes no lock of its own, but
+// making the extra record takes the run lock: a caller holding the run
+// lock (or locks the run lock's holders may wait for) must know that t
+// has one already.
+func (t *Task) ensureRare() *taskRare {
+	x := t.ensureExtra()
+	r := x.rare.Load()
+	if r == nil {
+		r = &taskRare{}
+		x.rare.Store(r)
+	}
+	return r
+}
+
+// rareOf returns t's rare record, nil if it has none.
+func (t *Task) rareOf() *taskRare {
+	if x := t.extra; x != nil {
+		return x.rare.Load()
+	}
+	return nil
 }
 
 type taskState uint8
@@ -215,8 +252,8 @@ func (c *taskCell[T]) end(v T, err error) {
 	t := &c.task
 	t.finish(err)
 	c.promise.settle(v, err, t.loop)
-	if x := t.extra; x != nil && len(x.atExit) > 0 {
-		t.runAtExit(x)
+	if r := t.rareOf(); r != nil && len(r.atExit) > 0 {
+		t.runAtExit(r)
 	}
 }
 
@@ -243,13 +280,13 @@ func (c *taskCell[T]) unwind(returned *bool) {
 // promise has settled, in the order registered (the group's failure
 // handler, say). fn must not suspend: it runs as the very end of t.
 func (t *Task) atExit(fn func()) {
-	x := t.ensureExtra()
-	x.atExit = append(x.atExit, fn)
+	r := t.ensureRare()
+	r.atExit = append(r.atExit, fn)
 }
 
-func (t *Task) runAtExit(x *taskExtra) {
-	fns := x.atExit
-	x.atExit = nil
+func (t *Task) runAtExit(r *taskRare) {
+	fns := r.atExit
+	r.atExit = nil
 	for _, fn := range fns {
 		fn()
 	}
@@ -317,7 +354,7 @@ func (t *Task) inherit(parent *scope) {
 // report.
 func (t *Task) finish(err error) {
 	l := t.loop
-	if t.extra != nil && t.extra.finish != nil {
+	if r := t.rareOf(); r != nil && r.finish != nil {
 		t.runFinishHooks()
 	}
 	rs := l.rs
@@ -486,8 +523,7 @@ func (t *Task) waitUnstarted(kind waitKind, op string, pc uintptr, dropped func(
 	if t.co != nil || t.state != stateNew {
 		panic("weft: internal error: waitUnstarted on a task that has started")
 	}
-	x := t.ensureExtra()
-	x.dropped = dropped
+	t.ensureExtra().dropped = dropped
 	t.state = stateWaiting
 	t.waitKind = kind
 	t.waitTok.Store(t.waitGen)

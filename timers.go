@@ -15,9 +15,9 @@ package weft
 type timer struct {
 	when  int64
 	seq   uint64
-	index int32  // position in the heap; -1 when not in it
 	task  *Task  // a sleeping task to wake, or
 	fn    func() // a callback to run on the loop
+	index int32  // position in the heap; -1 when not in it
 	weak  bool   // does not count as pending work for deadlock detection
 }
 

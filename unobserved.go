@@ -62,7 +62,7 @@ func (rs *runState) noteFailure(t *Task, err error) {
 		spawnPC: t.spawnPC,
 		report:  rs.report,
 	}
-	t.ensureExtra().failure = rec
+	t.ensureRare().failure = rec
 	rs.lock()
 	if len(rs.failures) < keptFailures {
 		rs.failures = append(rs.failures, rec)
@@ -80,10 +80,14 @@ func (rs *runState) noteFailure(t *Task, err error) {
 // been given it. Only the caller that set the handled flag gets here.
 func (p *promise) observed() {
 	t := p.task
-	if t == nil || t.extra == nil || t.extra.failure == nil {
+	if t == nil {
 		return
 	}
-	rec := t.extra.failure
+	r := t.rareOf()
+	if r == nil || r.failure == nil {
+		return
+	}
+	rec := r.failure
 	if rec.handled.CompareAndSwap(false, true) && rec.overflow {
 		rec.report.overflow.Add(-1)
 	}

@@ -342,7 +342,9 @@ func (b *reqBody) drain() bool {
 	}
 	closed := b.closed
 	b.closed = false
-	scratch := b.c.land[:] // free while a request is in flight
+	land := getLand()
+	defer putLand(land)
+	scratch := land[:]
 	total := 0
 	for total <= maxPostHandlerRead {
 		n, err := b.Read(scratch)

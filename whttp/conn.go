@@ -3,9 +3,9 @@ package whttp
 // One connection's task. It loops: wait for the first bytes of a request
 // (idle), read and answer the request (request.go), and again. While idle
 // it holds no reqState (reuse.go): its buffers, request and response go
-// back to a pool, and the wait reads into a small landing buffer of the
-// connection's own (a small request arrives whole in it, so waiting costs
-// no extra read). Between the requests of a plain HTTP/1.1 keep-alive
+// back to a pool, and the wait reads into a small landing buffer, taken
+// from a pool of its own for the read (a small request arrives whole in
+// it, so waiting costs no extra read). Between the requests of a plain HTTP/1.1 keep-alive
 // connection idle for longer than parkAfter it holds no task either: once
 // no pipelined request is buffered and none came within parkAfter, the
 // task ends and the connection waits in the server group's GoWhenReadable
@@ -40,9 +40,19 @@ const parkAfter = 5 * time.Millisecond
 // send a reset, which can destroy the response before the client reads it.
 const closeLinger = 500 * time.Millisecond
 
-// landSize is the size of a connection's landing buffer (conn.land): what
-// keeps a conn within the 640-byte size class (conn_internal_test.go).
+// landSize is the size of a landing buffer (see landPool): a small
+// request arrives whole in it.
 const landSize = 432
+
+// landPool holds the landing buffers that receive the first bytes of a
+// request while a connection is idle and holds no reqState. A connection
+// takes one for the read only (an HTTP/2 connection for its life), so a
+// keep-alive connection parked with no task (GoWhenReadable) holds none:
+// the buffer is most of what such a connection would otherwise weigh.
+var landPool = sync.Pool{New: func() any { return new([landSize]byte) }}
+
+func getLand() *[landSize]byte  { return landPool.Get().(*[landSize]byte) }
+func putLand(b *[landSize]byte) { landPool.Put(b) }
 
 // conn is one connection being served. Its task owns it; what Serve's
 // task touches while draining (stopIt, idle, and cut, cur and group
@@ -86,10 +96,6 @@ type conn struct {
 	// runs (watch.go); nil when none, watchArmed until it starts.
 	watch *weft.Promise[int]
 
-	// land receives the first bytes of a request while the connection is
-	// idle and holds no reqState: a small request arrives whole in it, in
-	// one read.
-	land [landSize]byte
 	// reqStart is when the request being read began (its first byte; for
 	// the first request, the accept), on the loop's clock.
 	reqStart time.Time
@@ -414,13 +420,15 @@ func (c *conn) waitRequest(t *weft.Task, first bool) int {
 		// request would cost a busy connection more than it saves).
 		if linger := t.Now().Add(parkAfter); deadline.IsZero() || linger.Before(deadline) {
 			c.setReadDeadline(linger)
-			n, err := c.nc.Read(c.land[:])
+			land := getLand()
+			n, err := c.nc.Read(land[:])
 			if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
-				if !c.startRequest(t, n, err, false) {
+				if !c.startRequest(t, land, n, err, false) {
 					return waitEnd
 				}
 				return waitGo
 			}
+			putLand(land)
 			c.setReadDeadline(deadline)
 		}
 		return waitPark // idle stays set: the stop closes c, which ends the wait
@@ -431,26 +439,30 @@ func (c *conn) waitRequest(t *weft.Task, first bool) int {
 	return waitGo
 }
 
-// readRequestStart reads the first bytes of a request into the landing
+// readRequestStart reads the first bytes of a request into a landing
 // buffer, c being idle, and readies c to serve it. It reports false if the
 // connection should end (the client closed it, an error, the idle
 // timeout, the server's stop).
 func (c *conn) readRequestStart(t *weft.Task, first bool) bool {
-	n, err := c.nc.Read(c.land[:])
-	return c.startRequest(t, n, err, first)
+	land := getLand()
+	n, err := c.nc.Read(land[:])
+	return c.startRequest(t, land, n, err, first)
 }
 
 // startRequest readies c to serve the request whose first n bytes a read
-// into the landing buffer returned (with err), as readRequestStart says.
-func (c *conn) startRequest(t *weft.Task, n int, err error, first bool) bool {
+// into land returned (with err), as readRequestStart says, and gives land
+// back.
+func (c *conn) startRequest(t *weft.Task, land *[landSize]byte, n int, err error, first bool) bool {
 	c.idle.Store(false)
 	if n == 0 || err != nil || c.stopIt.Load() {
+		putLand(land)
 		return false
 	}
 	c.setState(http.StateActive)
 	c.acquire()
 	in := &c.st.in
-	in.w = copy(in.buf, c.land[:n])
+	in.w = copy(in.buf, land[:n])
+	putLand(land)
 	if !first {
 		c.markStart(t)
 		c.setReadDeadline(c.headerDeadline())
@@ -511,12 +523,13 @@ func (c *conn) close(t *weft.Task) {
 			c.wc.CloseWrite()
 		}
 		c.wc.SetReadDeadline(t.Now().Add(closeLinger))
-		scratch := c.land[:]
+		scratch := getLand()
 		for range 512 {
-			if _, err := c.nc.Read(scratch); err != nil {
+			if _, err := c.nc.Read(scratch[:]); err != nil {
 				break
 			}
 		}
+		putLand(scratch)
 	}
 	c.abortClose()
 }

@@ -123,8 +123,9 @@
 //     it), and the response's Header map; a connection holds them, with
 //     its input and output buffers, only while a request is in flight,
 //     and gives them back to a pool while it waits for the next (an idle
-//     connection keeps a 432-byte landing buffer, which a small request
-//     arrives in whole);
+//     connection waiting in its task reads into a pooled 432-byte landing
+//     buffer, which a small request arrives in whole; one parked with no
+//     task holds none);
 //   - the request's strings are cut from one copy of its head (a field
 //     name is copied only if it is neither canonical nor a common one),
 //     and that copy is reused when a client repeats a head byte for byte;

@@ -176,8 +176,8 @@ func (p *h2Plain) closeWrite(*weft.Task) { p.wc.CloseWrite() }
 // read, so that a header block sent as endless CONTINUATION frames (which
 // the framer would read in one ReadFrame call) ends the connection.
 //
-// It reads into the connection's small landing buffer (conn.land), as
-// the HTTP/1.1 loop does while idle, unless the last read filled its
+// It reads into a small landing buffer (landPool's, the connection's for
+// its life), as the HTTP/1.1 loop does while idle, unless the last read filled its
 // buffer or the framer wants more than the landing buffer holds: then
 // through a pooled h2ReadBuf-byte buffer, given back at the next read
 // into the landing buffer. So a connection waiting for its next request
@@ -185,7 +185,7 @@ func (p *h2Plain) closeWrite(*weft.Task) { p.wc.CloseWrite() }
 // buffer, and one that streams a body in reads it in large pieces.
 type h2Input struct {
 	tr     h2Transport
-	land   []byte  // small, the conn's own
+	land   []byte  // small, the connection's for its life
 	big    *[]byte // pooled, nil while idle
 	buf    []byte  // land or *big
 	r, w   int     // buf[r:w] is buffered
@@ -308,7 +308,9 @@ func (c *conn) serveH2(t *weft.Task, tr h2Transport, tlsState *tls.ConnectionSta
 		sendWin:      65535,
 		recvWin:      int64(cfg.connWin),
 	}
-	h.in = h2Input{tr: tr, land: c.land[:], drained: h.wakeDeferred}
+	// The landing buffer is the connection's for its life: it is not
+	// given back (frames the framer returned may still point into it).
+	h.in = h2Input{tr: tr, land: getLand()[:], drained: h.wakeDeferred}
 	h.in.buf = h.in.land
 	defer h.in.drop()
 	h.fr = http2.NewFramer(nil, &h.in)

@@ -34,3 +34,23 @@ func PinTo(t *Task, k int) {
 	}
 	t.local = true
 }
+
+// GoWhenReadableRecords counts the tasks of t's Run that GoWhenReadable
+// made, and how many of them have a taskExtra (an unstarted wait has only
+// its own observers' record: prepareUnstarted). It reads, under the run
+// lock, only what is written under it or never changes.
+func GoWhenReadableRecords(t *Task) (tasks, withExtra int) {
+	rs := t.rs
+	rs.lock()
+	defer rs.unlock()
+	rs.walkTasks(func(t *Task) {
+		if t.how != spawnGoWhenReadable {
+			return
+		}
+		tasks++
+		if t.extra != nil {
+			withExtra++
+		}
+	})
+	return tasks, withExtra
+}

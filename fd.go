@@ -61,7 +61,8 @@ func (ft *fdTable) add(fd int, m poller.Mode, t *Task) {
 	} else {
 		w.writers = append(w.writers, t)
 	}
-	t.extra.fd, t.extra.fdMode = fd, m
+	r := t.waitRec()
+	r.fd, r.fdMode = int32(fd), m
 	ft.waiting++
 }
 
@@ -70,7 +71,8 @@ func (ft *fdTable) remove(l *loop, t *Task) {
 	if ownerChecks {
 		l.assertOwner("the fd table")
 	}
-	fd, mode := t.extra.fd, t.extra.fdMode
+	r := t.obs.rec.Load() // published by add
+	fd, mode := int(r.fd), r.fdMode
 	w := ft.byFD[fd]
 	if w == nil {
 		return
@@ -210,13 +212,13 @@ func (t *Task) awaitOp(op *poller.Op, fd int, m poller.Mode) error {
 	l := t.loop
 	op.Owner = t
 	l.ring.Submit(op)
-	t.ensureExtra()
+	r := t.waitRec()
 	t.newWait()
-	t.extra.op = op
-	t.extra.fd, t.extra.fdMode = fd, m
+	r.op = op
+	r.fd, r.fdMode = int32(fd), m
 	l.fds.waiting++
 	err := t.block(waitFD)
-	t.extra.op = nil
+	r.op = nil
 	return err
 }
 
@@ -235,7 +237,7 @@ func (l *loop) opDone(c poller.Completion) {
 		return
 	}
 	t, _ := op.Owner.(*Task)
-	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.extra.op != op {
+	if t == nil || t.loop != l || t.state != stateWaiting || t.waitKind != waitFD || t.obs.rec.Load().op != op {
 		return // its task was unwound (Run is aborting)
 	}
 	l.fds.waiting--

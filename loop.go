@@ -480,7 +480,7 @@ func (l *loop) suspend(t *Task) {
 		// The coroutine was closed under us: Run is unwinding after a
 		// Goexit. Every wait from now on fails at once.
 		t.state = stateRunning
-		t.ensureExtra().wakeErr = errAborted
+		t.waitRec().wakeErr = errAborted
 	}
 }
 
@@ -784,14 +784,14 @@ func (l *loop) interrupt(t *Task, err error) {
 	case waitTimer:
 		l.timers.remove(&t.extra.timer)
 	case waitFD:
-		if op := t.extra.op; op != nil {
+		if r := t.obs.rec.Load(); r.op != nil {
 			// The kernel owns the operation until it completes: ask for it
 			// back and wait for its completion, which may still carry
 			// data (opDone; the caller delivers it).
-			if t.extra.wakeErr == nil {
-				t.extra.wakeErr = err
+			if r.wakeErr == nil {
+				r.wakeErr = err
 			}
-			l.ring.Cancel(op)
+			l.ring.Cancel(r.op)
 			return
 		}
 		l.fds.remove(l, t)
@@ -802,7 +802,7 @@ func (l *loop) interrupt(t *Task, err error) {
 		// changed and is dropped (Run still waits for it).
 	}
 	t.waitGen++
-	t.extra.wakeErr = err // a waiting task has its extra record (block)
+	t.obs.rec.Load().wakeErr = err // a waiting task has published its record (block, waitUnstarted)
 	l.ready(t)
 }
 

@@ -200,8 +200,7 @@ func (fd *netFD) armReadable(l *loop, t *Task) bool {
 	} else if fd.w.hungUp || (!fd.w.drained && readyNow(fd.fd, poller.Read)) {
 		return true
 	}
-	t.ensureExtra()
-	t.newWait()
+	t.newWait() // t has its wait's record (prepareUnstarted)
 	l.fds.add(fd.fd, poller.Read, t)
 	return false
 }

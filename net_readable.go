@@ -7,7 +7,8 @@ package weft
 // connections are mostly idle between requests pays that for every one.
 // GoWhenReadable lets the connection wait with no task at all: a task of
 // a group that has not started (its cell, about 240 B, and the record
-// every waiting task has) is registered as a reader of the connection's
+// of its wait, 160 B, without the rest of what a started task's wait
+// has: prepareUnstarted) is registered as a reader of the connection's
 // fd on the fd's home loop, exactly as a task suspended in Read would be,
 // and when the fd becomes readable (or hangs up, or fails, or is closed,
 // or the read deadline passes, or the group is cancelled) it is made
@@ -139,6 +140,7 @@ func (c *Conn) awaitReadable(ri readableImpl, t *Task, pc uintptr) {
 		return
 	}
 	if !ready {
+		t.prepareUnstarted() // its wait's record, with no taskExtra
 		ready = t.cancelled.Load() || c.closed.Load() || ri.armReadable(l, t)
 	}
 	if ready {
@@ -154,9 +156,9 @@ func (c *Conn) awaitReadable(ri readableImpl, t *Task, pc uintptr) {
 // suspension point, a deadline or a close in its first Read), not as a
 // stale wake error.
 func (c *Conn) readableStarted(t *Task) {
-	if x := t.extra; x != nil {
-		x.wakeErr = nil
-		x.dropped = nil
+	if r := t.obs.rec.Load(); r != nil {
+		r.wakeErr = nil
+		r.dropped = nil
 	}
 	c.dl.rd.exit(c.loop, t)
 }

@@ -218,6 +218,11 @@ func TestGoWhenReadableHoldsNoGoroutine(t *testing.T) {
 				if ran.Load() != 0 {
 					t.Errorf("%d tasks ran before any byte came", ran.Load())
 				}
+				// A wait that has not started pays for its wait's record
+				// only, not a started task's extra record.
+				if k, x := weft.GoWhenReadableRecords(wt); k != n || x != 0 {
+					t.Errorf("%d waits of GoWhenReadable, %d of them with a taskExtra; want %d and 0", k, x, n)
+				}
 				for _, nc := range clients {
 					nc.Write([]byte("x"))
 				}

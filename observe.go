@@ -131,7 +131,7 @@ func (rs *runState) startObs(o *options) (end func()) {
 // record): the record lives in the task's extra part.
 type taskObs struct {
 	prev, next *Task                     // guarded by the Run's runObs.mu
-	rec        atomic.Pointer[obsRecord] // &t.extra.obs once published (by its loop)
+	rec        atomic.Pointer[obsRecord] // &t.extra.obs once published (by its loop), or a record alone (prepareUnstarted)
 }
 
 // obsRecord is what a task publishes about itself. Its name, set by few
@@ -144,6 +144,19 @@ type obsRecord struct {
 	// gave way), on the Run's clock (roughNow), plus one: 0 is never.
 	// Written by the loop, read by Dump for a runnable task.
 	runnableSince atomic.Int64
+
+	// The wait's own state, written and read only by the task's loop
+	// (never by observers, and not under mu). They are here, not in
+	// taskExtra, so that a task waiting before it starts (waitUnstarted)
+	// needs this record only.
+	wakeErr error      // delivered by interrupt to the current wait
+	op      *poller.Op // the completion-based operation waited on (waitFD), if any
+	fd      int32      // fd waited on (state waiting, waitFD)
+	fdMode  poller.Mode
+	// dropped, set by waitUnstarted until the task starts, runs if the Run
+	// unwinds before the task could start (loop.unwind): what the task's
+	// function would have released (GoWhenReadable closes its Conn).
+	dropped func()
 }
 
 // obsRec returns t's record, publishing it on first use. Only t's loop
@@ -368,7 +381,7 @@ func (t *Task) obsWait(kind waitKind) {
 		case waitTimer:
 			rec.op, rec.detail = "Sleep", x.timer.when
 		case waitFD:
-			rec.detail = int64(x.fd)<<2 | int64(x.fdMode)
+			rec.detail = int64(r.fd)<<2 | int64(r.fdMode)
 		}
 	}
 	r.mu.Unlock()
@@ -430,10 +443,15 @@ func (t *Task) givenName() string {
 }
 
 // nameLocked is givenName for a caller holding the lock of t's published
-// observers' record (which was made with t.extra, so t.extra is there).
+// observers' record. A task waiting before it starts has a record and
+// no t.extra (prepareUnstarted), and no name: nothing but its own code
+// makes t.extra, and SetName makes it before it writes the name under the
+// record's lock, so a name read here was written after t.extra was.
 func (t *Task) nameLocked() string {
-	if rr := t.extra.rare.Load(); rr != nil {
-		return rr.name
+	if x := t.extra; x != nil {
+		if rr := x.rare.Load(); rr != nil {
+			return rr.name
+		}
 	}
 	return ""
 }

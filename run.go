@@ -286,9 +286,9 @@ func (l *loop) unwind() {
 	var dropped []func()
 	l.rs.lock()
 	l.rs.walkTasks(func(t *Task) {
-		if t.loop == l && t.co == nil && t.extra != nil && t.extra.dropped != nil { // waiting, or woken and never run
-			dropped = append(dropped, t.extra.dropped)
-			t.extra.dropped = nil
+		if r := t.obs.rec.Load(); t.loop == l && t.co == nil && r != nil && r.dropped != nil { // waiting, or woken and never run
+			dropped = append(dropped, r.dropped)
+			r.dropped = nil
 		}
 	})
 	l.rs.unlock()

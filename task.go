@@ -9,7 +9,6 @@ import (
 
 	"github.com/weft-go/weft/internal/coro"
 	"github.com/weft-go/weft/internal/loophook"
-	"github.com/weft-go/weft/internal/poller"
 )
 
 // Task is a running task's handle on its loop. Every task function receives
@@ -62,25 +61,21 @@ type Task struct {
 // 280 bytes, in the allocator's 288-byte size class (the next is 320):
 // see TestRecordSizes before adding a field.
 type taskExtra struct {
-	wakeErr     error       // delivered by interrupt to the current wait
-	cur         *scope      // the innermost scope the task's code is in; nil: its root (cancel.go)
-	w           *waitState  // promise waits, made on the first one
-	op          *poller.Op  // the completion-based operation waited on (waitFD), if any
-	fd          int         // fd waited on (state waiting, waitFD)
-	cpu         int64       // ns run at Checkpoints since the task last waited (sched.go)
-	hold        int32       // cancellation is held back while > 0 (joins: see holdCancel)
-	fdMode      poller.Mode // the direction of the fd wait
-	batch       bool        // in (or last queued in) the batch lane
-	checkpoints bool        // has taken the slow path of Checkpoint: time its runs
-	timer       timer       // the task's sleep
-	park        parkSource  // the source of a parked wait (park.go)
-	parkW       *parkWaiter // ... and the registration with it
-	// dropped, set by waitUnstarted until the task starts, runs if the Run
-	// unwinds before the task could start (loop.unwind): what the task's
-	// function would have released (GoWhenReadable closes its Conn).
-	dropped func()
-	rare    atomic.Pointer[taskRare] // made on first use (ensureRare)
-	obs     obsRecord                // the wait observers read, once published in Task.obs (observe.go)
+	cur         *scope                   // the innermost scope the task's code is in; nil: its root (cancel.go)
+	w           *waitState               // promise waits, made on the first one
+	cpu         int64                    // ns run at Checkpoints since the task last waited (sched.go)
+	hold        int32                    // cancellation is held back while > 0 (joins: see holdCancel)
+	batch       bool                     // in (or last queued in) the batch lane
+	checkpoints bool                     // has taken the slow path of Checkpoint: time its runs
+	timer       timer                    // the task's sleep
+	park        parkSource               // the source of a parked wait (park.go)
+	parkW       *parkWaiter              // ... and the registration with it
+	rare        atomic.Pointer[taskRare] // made on first use (ensureRare)
+	// obs is the wait observers read and the wait's own state (wake
+	// error, fd), once published in Task.obs (observe.go). A task that
+	// waits before it starts (waitUnstarted) has a record of its own
+	// instead, and no taskExtra until it needs one: see waitRec.
+	obs obsRecord
 
 	// suspendHook, armed by loophook.OnSuspend, runs once before the task
 	// next gives its loop away (suspend.go).
@@ -109,14 +104,24 @@ type taskRare struct {
 // ensureExtra returns t's extra record, making it on first use. Only
 // t's own loop calls it; it publishes the record under the run lock,
 // since the cancellation walk of another loop may read t.extra (and its
-// cur) under it.
+// cur) under it, and under the lock of t's observers' record if t has
+// one already (a task that waited before it started), since observers
+// read t.extra there.
 func (t *Task) ensureExtra() *taskExtra {
 	if t.extra == nil {
 		x := &taskExtra{}
 		x.timer.index = -1
 		x.timer.task = t
 		t.rs.lock()
-		t.extra = x
+		if r := t.obs.rec.Load(); r != nil {
+			// A record alone (prepareUnstarted), whose observers read
+			// t.extra under its lock (nameLocked).
+			r.mu.Lock()
+			t.extra = x
+			r.mu.Unlock()
+		} else {
+			t.extra = x
+		}
 		t.rs.unlock()
 	}
 	return t.extra
@@ -494,7 +499,7 @@ func (t *Task) block(kind waitKind) error {
 		t.loop.assertOwner("a task's wait")
 	}
 	t.beforeSuspend()
-	t.ensureExtra() // interrupt, perhaps under the run lock, writes t.extra.wakeErr
+	t.ensureExtra() // and its obs record (obsWait), whose wakeErr interrupt writes
 	t.state = stateWaiting
 	t.waitKind = kind
 	t.waitTok.Store(t.waitGen)
@@ -508,9 +513,9 @@ func (t *Task) block(kind waitKind) error {
 
 // waitUnstarted puts t, a task that has not started (it has no
 // coroutine and is queued nowhere), in a wait of the given kind, as block
-// does for a running task but without a switch: the caller has started
-// the wait's generation (newWait) and registered t with the wait's
-// source, on t's loop. Whatever ends the wait (the source's wake,
+// does for a running task but without a switch: the caller has given t
+// its wait's record (prepareUnstarted), started the wait's generation
+// (newWait) and registered t with the wait's source, on t's loop. Whatever ends the wait (the source's wake,
 // interrupt) makes t runnable, and it then starts; a wake error
 // interrupt leaves is the starter's to take (takeWakeErr). op and pc
 // name the operation and where it was asked for, for Dump, deadlock
@@ -523,12 +528,12 @@ func (t *Task) waitUnstarted(kind waitKind, op string, pc uintptr, dropped func(
 	if t.co != nil || t.state != stateNew {
 		panic("weft: internal error: waitUnstarted on a task that has started")
 	}
-	t.ensureExtra().dropped = dropped
+	r := t.obs.rec.Load() // made by prepareUnstarted, before the registration
+	r.dropped = dropped
 	t.state = stateWaiting
 	t.waitKind = kind
 	t.waitTok.Store(t.waitGen)
 	t.obsWait(kind)
-	r := t.obsRec()
 	r.mu.Lock()
 	r.w.op = op
 	clear(r.w.pcs[:])
@@ -545,10 +550,30 @@ func (t *Task) newWait() uint32 {
 	return t.waitGen
 }
 
+// prepareUnstarted gives t, a task that has not started and is about to
+// wait (waitUnstarted), the record of its wait: its observers' record
+// alone (160 B), not the taskExtra a started task's wait makes (288 B),
+// which the record is part of. The task keeps using that record (wake
+// errors, fd waits, what observers read) after it starts; the taskExtra it
+// makes then for the rest (ensureExtra) leaves its own copy unused. Only
+// t's loop calls it, before t is registered with the wait's source.
+func (t *Task) prepareUnstarted() {
+	if t.co != nil || t.state != stateNew {
+		panic("weft: internal error: prepareUnstarted on a task that has started")
+	}
+	if t.obs.rec.Load() == nil {
+		t.obs.rec.Store(&obsRecord{})
+	}
+}
+
+// waitRec returns the record of the wait t is in, or is registering: the
+// loop-owned part of its observers' record. Only t's loop calls it.
+func (t *Task) waitRec() *obsRecord { return t.obsRec() }
+
 func (t *Task) takeWakeErr() error {
-	if x := t.extra; x != nil && x.wakeErr != nil {
-		err := x.wakeErr
-		x.wakeErr = nil
+	if r := t.obs.rec.Load(); r != nil && r.wakeErr != nil {
+		err := r.wakeErr
+		r.wakeErr = nil
 		return err
 	}
 	return nil

@@ -19,7 +19,7 @@ func TestRecordSizes(t *testing.T) {
 		size, max uintptr
 	}{
 		{"taskExtra", unsafe.Sizeof(taskExtra{}), 288},
-		{"obsRecord", unsafe.Sizeof(obsRecord{}), 120},
+		{"obsRecord", unsafe.Sizeof(obsRecord{}), 160}, // all an unstarted GoWhenReadable wait has (prepareUnstarted)
 		{"taskRare", unsafe.Sizeof(taskRare{}), 128},
 		{"timer", unsafe.Sizeof(timer{}), 40},
 		{"Conn", unsafe.Sizeof(Conn{}), 224}, // an idle connection's

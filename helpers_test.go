@@ -237,6 +237,14 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// Contains reports whether what was written holds s, without copying it
+// (a test that counts the bytes the process allocates polls with it).
+func (b *lockedBuffer) Contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
 // needTiming skips a test that asserts a wall-clock speed or latency
 // unless WEFT_TIMING=1: such a test measures the machine as much as the
 // code, and fails on a loaded one, so CI never runs it. The property it

@@ -335,7 +335,11 @@ func reportCost(t *testing.T, n int) cost {
 		spawn(wt, func(wt *weft.Task) {
 			wt.SetName("stuck")
 			before := readCost()
-			for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && !strings.Contains(log.String(), "task=stuck"); {
+			// Polled with Contains, which copies nothing: String would
+			// copy the log (other warnings on a loaded machine, a stack
+			// each) at every poll, and the copies would count as the
+			// report's cost (CI once saw 567 KB that way).
+			for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && !log.Contains("task=stuck"); {
 				time.Sleep(5 * time.Millisecond)
 			}
 			after := readCost()

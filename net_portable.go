@@ -108,9 +108,9 @@ func (g *ioGate) reset() {
 // caught reports whether err, returned by a call whose task was not
 // interrupted, is another task's interrupt caught in passing: then t waits
 // until no interrupt is in progress and should call again (unless the
-// wait returns an error: t's cancellation). expired is t's own deadline
-// check (nil: the object has none).
-func (g *ioGate) caught(t *Task, err error, expired func() error) (again bool, werr error) {
+// wait returns an error: t's cancellation). A Conn's caller checks t's
+// own deadline before it calls again (portableConn.passed).
+func (g *ioGate) caught(t *Task, err error) (again bool, werr error) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return false, nil
 	}
@@ -120,11 +120,6 @@ func (g *ioGate) caught(t *Task, err error, expired func() error) (again bool, w
 	if calm != nil {
 		if err := calm.Wait(t); err != nil {
 			return false, err
-		}
-	}
-	if expired != nil {
-		if err := expired(); err != nil {
-			return false, err // t's own deadline passed meanwhile
 		}
 	}
 	return true, nil
@@ -198,7 +193,7 @@ func (pl *portableListener) accept(t *Task) (connImpl, error) {
 		if werr != nil || c != nil {
 			break
 		}
-		again, gerr := pl.accepts.caught(t, err, nil)
+		again, gerr := pl.accepts.caught(t, err)
 		if !again {
 			werr = gerr
 			break
@@ -237,13 +232,18 @@ func newPortableConn(c net.Conn, network string) *portableConn {
 
 func (pc *portableConn) bindDeadlines(dl *connDeadlines) { pc.dl = dl }
 
-// expired is t's deadline check for direction m before a call is made
-// again (t is on the Conn's loop: Conn.Read and Conn.Write moved it).
-func (pc *portableConn) expired(t *Task, m poller.Mode) func() error {
+// passed is t's deadline check for direction m before each call (t is on
+// the Conn's loop: Conn.Read, Conn.Write and TLSConn moved it), as
+// netFD.wait's before each wait. A deadline's timer interrupts only the
+// tasks that are waiting when it fires: one that was runnable then (a
+// TLSConn's reader just handed its lock) finds the deadline passed here,
+// or its call, which no timer will interrupt any more, would wait for
+// ever.
+func (pc *portableConn) passed(t *Task, m poller.Mode) error {
 	if pc.dl == nil {
 		return nil
 	}
-	return func() error { return pc.dl.expired(t.loop, m) }
+	return pc.dl.expired(t.loop, m)
 }
 
 func dialPortable(t *Task, network, address string, cfg *sockConfig) (connImpl, error) {
@@ -273,6 +273,9 @@ func (pc *portableConn) read(t *Task, b []byte) (int, error) {
 		return 0, nil
 	}
 	for {
+		if err := pc.passed(t, poller.Read); err != nil {
+			return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), err)
+		}
 		var n int
 		var err error
 		werr := pc.rd.call(t, func() { n, err = pc.c.Read(b) })
@@ -283,7 +286,7 @@ func (pc *portableConn) read(t *Task, b []byte) (int, error) {
 			return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
 		}
 		if n == 0 {
-			if again, gerr := pc.rd.caught(t, err, pc.expired(t, poller.Read)); again {
+			if again, gerr := pc.rd.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return 0, opError("read", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), gerr)
@@ -296,6 +299,9 @@ func (pc *portableConn) read(t *Task, b []byte) (int, error) {
 func (pc *portableConn) write(t *Task, b []byte) (int, error) {
 	written := 0
 	for {
+		if err := pc.passed(t, poller.Write); err != nil {
+			return written, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), err)
+		}
 		var n int
 		var err error
 		werr := pc.wr.call(t, func() { n, err = pc.c.Write(b[written:]) })
@@ -304,7 +310,7 @@ func (pc *portableConn) write(t *Task, b []byte) (int, error) {
 			return written, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
 		}
 		if written < len(b) {
-			if again, gerr := pc.wr.caught(t, err, pc.expired(t, poller.Write)); again {
+			if again, gerr := pc.wr.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return written, opError("write", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), gerr)
@@ -331,6 +337,9 @@ func (pc *portableConn) sendFile(t *Task, f *os.File, n int64) (int64, bool, err
 		// deadline or a cancellation; a call interrupted by another
 		// task's deadline is made again, going on where the file's
 		// offset (and the LimitedReader's count) stopped.
+		if err := pc.passed(t, poller.Write); err != nil {
+			return written, true, opError("sendfile", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), err)
+		}
 		var m int64
 		var err error
 		werr := pc.wr.call(t, func() { m, err = rf.ReadFrom(src) })
@@ -339,7 +348,7 @@ func (pc *portableConn) sendFile(t *Task, f *os.File, n int64) (int64, bool, err
 			return written, true, opError("sendfile", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), werr)
 		}
 		if err != nil {
-			if again, gerr := pc.wr.caught(t, err, pc.expired(t, poller.Write)); again {
+			if again, gerr := pc.wr.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return written, true, opError("sendfile", pc.network, pc.c.LocalAddr(), pc.c.RemoteAddr(), gerr)
@@ -394,7 +403,7 @@ func (pp *portablePacketConn) readFrom(t *Task, b []byte) (int, net.Addr, error)
 			return 0, nil, opError("read", pp.network, pp.c.LocalAddr(), nil, werr)
 		}
 		if from == nil {
-			if again, gerr := pp.rd.caught(t, err, nil); again {
+			if again, gerr := pp.rd.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return 0, nil, opError("read", pp.network, pp.c.LocalAddr(), nil, gerr)
@@ -413,7 +422,7 @@ func (pp *portablePacketConn) writeTo(t *Task, b []byte, addr net.Addr) (int, er
 			return n, opError("write", pp.network, pp.c.LocalAddr(), addr, werr)
 		}
 		if n == 0 && err != nil {
-			if again, gerr := pp.wr.caught(t, err, nil); again {
+			if again, gerr := pp.wr.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return 0, opError("write", pp.network, pp.c.LocalAddr(), addr, gerr)
@@ -452,7 +461,7 @@ func (pf *portableFile) read(t *Task, b []byte) (int, error) {
 			return 0, &os.PathError{Op: "read", Path: pf.f.Name(), Err: werr}
 		}
 		if n == 0 {
-			if again, gerr := pf.rd.caught(t, err, nil); again {
+			if again, gerr := pf.rd.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return 0, &os.PathError{Op: "read", Path: pf.f.Name(), Err: gerr}
@@ -476,7 +485,7 @@ func (pf *portableFile) write(t *Task, b []byte) (int, error) {
 			return written, &os.PathError{Op: "write", Path: pf.f.Name(), Err: werr}
 		}
 		if written < len(b) {
-			if again, gerr := pf.wr.caught(t, err, nil); again {
+			if again, gerr := pf.wr.caught(t, err); again {
 				continue
 			} else if gerr != nil {
 				return written, &os.PathError{Op: "write", Path: pf.f.Name(), Err: gerr}

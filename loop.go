@@ -337,8 +337,10 @@ func (l *loop) ready(t *Task) {
 	if t.state == stateWaiting {
 		l.wakes++
 		t.waitTok.Store(0)
-		if t.waitKind == waitPark && t.extra.rare.Load() != nil && t.extra.rare.Load().kaLinked {
-			l.unlinkKeepAlive(t)
+		if t.waitKind == waitPark {
+			if r := t.extra.rare.Load(); r != nil && r.kaLinked {
+				l.unlinkKeepAlive(t)
+			}
 		}
 		l.traceWake(t)
 	}

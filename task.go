@@ -84,10 +84,11 @@ type taskExtra struct {
 
 // taskRare holds what only a few tasks use: contexts, a Network of their
 // own, exit and finish callbacks, a failure record, keep-alive parks, a
-// name. It hangs off taskExtra, made by ensureRare on the task's loop and published atomically (no lock:
-// callers may hold the run lock, or channels' locks), since the
-// cancellation walk of another loop reads its ctxs under the run lock and
-// a promise's first observer, on any goroutine, its failure.
+// name. It hangs off taskExtra, made by ensureRare on the task's loop and
+// published atomically (no lock: callers may hold the run lock, or
+// channels' locks), since the cancellation walk of another loop reads its
+// ctxs under the run lock and a promise's first observer, on any
+// goroutine, its failure.
 type taskRare struct {
 	network Network        // GoWithNetwork's, inherited by the tasks it starts (seed_network.go)
 	ctxs    []*scope       // run lock: the scopes whose context Context made (context.go)
@@ -515,8 +516,9 @@ func (t *Task) block(kind waitKind) error {
 // coroutine and is queued nowhere), in a wait of the given kind, as block
 // does for a running task but without a switch: the caller has given t
 // its wait's record (prepareUnstarted), started the wait's generation
-// (newWait) and registered t with the wait's source, on t's loop. Whatever ends the wait (the source's wake,
-// interrupt) makes t runnable, and it then starts; a wake error
+// (newWait) and registered t with the wait's source, on t's loop.
+// Whatever ends the wait (the source's wake, interrupt) makes t
+// runnable, and it then starts; a wake error
 // interrupt leaves is the starter's to take (takeWakeErr). op and pc
 // name the operation and where it was asked for, for Dump, deadlock
 // reports and the watchdog; dropped runs if the Run unwinds before t

@@ -669,6 +669,11 @@ func (l *loop) sleep() {
 		l.pollKernel(timeout)
 	}
 	l.sleeping.Store(false)
+	// A sleep is a look: the kernel and the inbox were just read, so the
+	// first slow Checkpoint or ready result after it need not look again
+	// (see spendSlow). Without this, a loop that sleeps between bursts
+	// made a non-blocking epoll_wait at the start of almost every burst.
+	l.lookedAt = l.clock.Nanotime()
 	if l.timers.len() > 0 {
 		l.fireTimers()
 	}

@@ -405,7 +405,14 @@ func (l *loop) spendSlow(t *Task) {
 	x.cpu += now - l.sliceStart
 	l.sliceStart = now
 
-	if now-l.lookedAt >= l.pollPeriod {
+	// A look is due once the task has held the loop for a poll period
+	// since the loop last looked: counted from the start of this run too,
+	// so that tasks that each answer one request and wait again, taking
+	// turns, leave the looks to the loop between them (pick, every
+	// pollEvery resumptions, and its sleeps); a look per poll period of
+	// loop time cost those servers a tenth of their CPU. A task that
+	// keeps finding results ready still looks within two poll periods.
+	if now-max(l.lookedAt, l.sliceBegan) >= l.pollPeriod {
 		// The loop still looks at events: progress, for the watchdog.
 		l.look(now)
 		l.obsCheckpoint()

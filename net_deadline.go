@@ -20,6 +20,16 @@ package weft
 // so either the setter sees the operation and posts, or the operation sees
 // the new deadline: a change is never lost.
 //
+// The timer is not taken out of the heap and put back for every operation:
+// an armed timer due before a new deadline stays (it fires early, and the
+// re-arm moves it to the deadline), and, on a real clock, one due within
+// lazyDisarm of when it was armed stays when the last operation under it
+// ends (it fires, finds no waiter, and does nothing). A server that sets a
+// short deadline before each read (whttp's keep-alive linger) so pays for
+// a timer every few milliseconds instead of two heap operations per
+// request. A stale timer keeps the Conn's memory until it fires, and
+// delays a deadlock report by as much: lazyDisarm at most.
+//
 // With virtual time, the clock normally stands still while a task waits on
 // an fd or off-loop work. While an I/O deadline is armed, it does not: when
 // every task waits, the loop waits a short real grace for I/O (10 ms; 100
@@ -40,11 +50,16 @@ import (
 // noDeadline is the stored deadline of a direction without one.
 const noDeadline = 1<<63 - 1
 
+// lazyDisarm bounds how far ahead a deadline's timer may be due and still
+// stay in the heap once no operation waits under it (see exit).
+const lazyDisarm = int64(10 * time.Millisecond)
+
 // ioDeadline is the deadline of one direction of a Conn.
 type ioDeadline struct {
 	when    atomic.Int64 // shared: the deadline, loop-clock ns; noDeadline if none
 	busy    atomic.Int32 // shared (written on the loop): tasks inside an operation
 	armed   bool         // loop-owned
+	near    bool         // loop-owned: the armed timer was due within lazyDisarm when armed (see exit)
 	waiters []*Task      // loop-owned: those tasks; backed by one while there is one
 	one     [1]*Task     // loop-owned: the usual single task, without an allocation deep in its Read or Write
 	tm      timer        // loop-owned: armed (in the heap) while armed is true
@@ -71,16 +86,19 @@ func newConn(l *loop, impl connImpl, network string) *Conn {
 func (d *ioDeadline) enter(l *loop, t *Task) error {
 	d.busy.Add(1)
 	w := d.when.Load()
-	if w != noDeadline && w <= l.clock.Nanotime() {
-		d.busy.Add(-1)
-		return os.ErrDeadlineExceeded
+	var now int64
+	if w != noDeadline {
+		if now = l.clock.Nanotime(); w <= now {
+			d.busy.Add(-1)
+			return os.ErrDeadlineExceeded
+		}
 	}
 	if d.waiters == nil {
 		d.waiters = d.one[:0]
 	}
 	d.waiters = append(d.waiters, t)
 	if w != noDeadline {
-		d.arm(l, w)
+		d.arm(l, w, now)
 	}
 	return nil
 }
@@ -97,16 +115,17 @@ func (d *ioDeadline) exit(l *loop, t *Task) {
 		}
 	}
 	d.busy.Add(-1)
-	if len(d.waiters) == 0 {
-		d.disarm(l)
+	if len(d.waiters) == 0 && (!d.near || l.clock.Virtual()) {
+		d.disarm(l) // a near one stays: see the top of the file
 	}
 }
 
-// arm sets the timer to fire at w.
-func (d *ioDeadline) arm(l *loop, w int64) {
+// arm makes the timer fire at w, or before it (then the re-arm moves it
+// on); now is the loop's clock, read by the caller.
+func (d *ioDeadline) arm(l *loop, w, now int64) {
 	if d.armed {
-		if d.tm.when == w {
-			return
+		if d.tm.when == w || d.tm.when < w && !l.clock.Virtual() {
+			return // it fires first, and rearm moves it to w
 		}
 		l.timers.remove(&d.tm)
 	} else {
@@ -116,6 +135,7 @@ func (d *ioDeadline) arm(l *loop, w int64) {
 		d.tm.fn = func() { d.fire(l) }
 	}
 	d.tm.when = w
+	d.near = w-now <= lazyDisarm
 	l.timers.push(&d.tm)
 	d.armed = true
 }
@@ -142,8 +162,8 @@ func (d *ioDeadline) rearm(l *loop) {
 		d.disarm(l)
 		return
 	}
-	if w > l.clock.Nanotime() {
-		d.arm(l, w)
+	if now := l.clock.Nanotime(); w > now {
+		d.arm(l, w, now)
 		return
 	}
 	d.disarm(l)
@@ -170,8 +190,8 @@ func (l *loop) loopTime(t time.Time) int64 {
 	if t.IsZero() {
 		return noDeadline
 	}
-	now := l.clock.Nanotime()
-	d := t.Sub(l.clock.Now())
+	wall, now := l.clock.NowNano()
+	d := t.Sub(wall)
 	if d > 0 && int64(d) > noDeadline-1-now {
 		return noDeadline - 1
 	}

@@ -354,3 +354,65 @@ func stressServe(t *testing.T, loops, conns, rounds int) {
 		t.Errorf("%d loops: connections were served on %d loop(s)", loops, n)
 	}
 }
+
+// A read deadline's timer is not taken out of the heap when a read under
+// it ends without waiting for it, if it is due soon (within 10 ms, on a
+// real clock): it stays, fires later with no reader, and does nothing. It
+// must not end a later read under a later deadline, nor let a later
+// earlier deadline pass unseen. The timer of a far deadline is taken out.
+func TestAStaleDeadlineTimerEndsNoLaterRead(t *testing.T) {
+	backends(t, func(t *testing.T, opts ...weft.Option) {
+		_, err := weft.Run(func(wt *weft.Task) (struct{}, error) {
+			a, b := connPair(t, wt)
+			defer a.Close()
+			defer b.Close()
+			buf := make([]byte, 8)
+			// readOne reads a byte sent before, under a deadline d from now.
+			readOne := func(d time.Duration) time.Time {
+				t.Helper()
+				if _, err := b.Write(wt, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+				dl := time.Now().Add(d)
+				a.SetReadDeadline(dl)
+				if n, err := a.Read(wt, buf); n != 1 || err != nil {
+					t.Fatalf("read under a deadline, with data sent: %d, %v", n, err)
+				}
+				return dl
+			}
+			before := weft.PendingTimers(wt)
+			dl := readOne(5 * time.Millisecond)
+			if n := weft.PendingTimers(wt); n != before+1 && time.Now().Before(dl) {
+				t.Fatalf("%d timers pending after a read under a 5ms deadline, %d before: the near timer left the heap", n, before)
+			}
+			// A later deadline: the stale timer fires first, and the read
+			// goes on until its own deadline.
+			start := time.Now()
+			a.SetReadDeadline(start.Add(150 * time.Millisecond))
+			_, err := a.Read(wt, buf)
+			checkTimeout(t, err)
+			if el := time.Since(start); el < 145*time.Millisecond {
+				t.Fatalf("a read under a 150ms deadline ended after %v: the stale 5ms timer ended it", el)
+			}
+			// An earlier deadline than a stale timer's moves the timer.
+			readOne(9 * time.Millisecond)
+			start = time.Now()
+			a.SetReadDeadline(start.Add(time.Millisecond))
+			_, err = a.Read(wt, buf)
+			checkTimeout(t, err)
+			if el := time.Since(start); el > 5*time.Second {
+				t.Fatalf("a 1ms deadline ended the read after %v", el)
+			}
+			// A far deadline's timer leaves the heap with the read.
+			wt.Sleep(30 * time.Millisecond) // every near timer has fired
+			readOne(time.Hour)
+			if n := weft.PendingTimers(wt); n != before {
+				t.Fatalf("%d timers pending after a read under a far deadline, %d before", n, before)
+			}
+			return struct{}{}, nil
+		}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -129,10 +129,10 @@ func (c *Conn) awaitReadable(ri readableImpl, t *Task, pc uintptr) {
 	w := d.when.Load()
 	ready := false
 	if w != noDeadline {
-		if w <= l.clock.Nanotime() {
+		if now := l.clock.Nanotime(); w <= now {
 			ready = true
 		} else {
-			d.arm(l, w)
+			d.arm(l, w, now)
 		}
 	}
 	if l.aborted {

@@ -16,6 +16,8 @@ type Clock interface {
 	// Nanotime is monotonic nanoseconds since the clock's epoch; timer
 	// deadlines are on this scale.
 	Nanotime() int64
+	// NowNano returns Now and Nanotime from one reading of the clock.
+	NowNano() (time.Time, int64)
 	// Virtual reports whether the clock only moves when advanced.
 	Virtual() bool
 	// AdvanceTo moves a virtual clock forward to ns (never back). A real
@@ -34,6 +36,13 @@ func (c *Real) Now() time.Time { return time.Now() }
 
 // Nanotime returns the monotonic time since the clock was made.
 func (c *Real) Nanotime() int64 { return int64(time.Since(c.epoch)) }
+
+// NowNano returns Now and Nanotime from one time.Now (two vDSO reads of
+// the clock, where Now and Nanotime take three).
+func (c *Real) NowNano() (time.Time, int64) {
+	n := time.Now()
+	return n, int64(n.Sub(c.epoch))
+}
 
 // Virtual reports false: a real clock moves by itself.
 func (c *Real) Virtual() bool { return false }
@@ -56,6 +65,12 @@ func (c *Virtual) Now() time.Time { return c.start.Add(time.Duration(c.ns.Load()
 
 // Nanotime returns the time advanced so far.
 func (c *Virtual) Nanotime() int64 { return c.ns.Load() }
+
+// NowNano returns Now and Nanotime at the same instant.
+func (c *Virtual) NowNano() (time.Time, int64) {
+	ns := c.ns.Load()
+	return c.start.Add(time.Duration(ns)), ns
+}
 
 // Virtual reports true.
 func (c *Virtual) Virtual() bool { return true }

@@ -56,6 +56,15 @@ func (ft *fdTable) add(fd int, m poller.Mode, t *Task) {
 		w = &fdWaiters{}
 		ft.byFD[fd] = w
 	}
+	ft.addTo(w, fd, m, t)
+}
+
+// addTo is add for fd's entry w, known to the caller (a watched fd's,
+// which stays the same until unwatch): no lookup.
+func (ft *fdTable) addTo(w *fdWaiters, fd int, m poller.Mode, t *Task) {
+	if ownerChecks {
+		ft.owner.assertOwner("the fd table")
+	}
 	if m == poller.Read {
 		w.readers = append(w.readers, t)
 	} else {
@@ -136,6 +145,7 @@ func (ft *fdTable) unwatch(l *loop, fd int) {
 	}
 	l.poller.Unwatch(fd)
 	delete(ft.byFD, fd)
+	w.watched = false // an owner's netFD.w: no more addTo
 	for _, t := range w.readers {
 		l.ready(t)
 	}

@@ -139,7 +139,11 @@ func (fd *netFD) wait(t *Task, m poller.Mode) error {
 	// (see coro.Coro.body).
 	t.ensureExtra()
 	t.newWait()
-	t.loop.fds.add(fd.fd, m, t)
+	if w := fd.w; w != nil && w.watched { // prepareWait: t is on fd's loop
+		t.loop.fds.addTo(w, fd.fd, m, t)
+	} else {
+		t.loop.fds.add(fd.fd, m, t)
+	}
 	return t.block(waitFD)
 }
 

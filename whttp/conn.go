@@ -400,11 +400,12 @@ func (c *conn) waitRequest(t *weft.Task, first bool) int {
 	if c.release() != nil {
 		return waitEnd
 	}
-	var deadline time.Time
+	var deadline, now time.Time
 	if first {
 		deadline = c.headerDeadline() // from the accept
 	} else if d := c.sv.s.idleTimeout(); d > 0 {
-		deadline = t.Now().Add(d)
+		now = t.Now()
+		deadline = now.Add(d)
 	}
 	c.setState(http.StateIdle)
 	c.setReadDeadline(deadline)
@@ -418,7 +419,10 @@ func (c *conn) waitRequest(t *weft.Task, first bool) int {
 		// moments: the connection waits for it in its task for up to
 		// parkAfter, and only one idle for longer parks (a task per
 		// request would cost a busy connection more than it saves).
-		if linger := t.Now().Add(parkAfter); deadline.IsZero() || linger.Before(deadline) {
+		if now.IsZero() {
+			now = t.Now()
+		}
+		if linger := now.Add(parkAfter); deadline.IsZero() || linger.Before(deadline) {
 			c.setReadDeadline(linger)
 			land := getLand()
 			n, err := c.nc.Read(land[:])

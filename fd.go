@@ -192,10 +192,10 @@ func (ft *fdTable) wake(l *loop, fd int, ready poller.Mode) {
 
 // pollKernel asks the poller for events, waiting up to timeout ns (negative:
 // no limit), and wakes the tasks they concern.
-func (l *loop) pollKernel(timeout int64) {
+func (l *loop) pollKernel(timeout int64) (end int64) {
 	start := l.tracePollStart()
 	evs, err := l.poller.Wait(time.Duration(timeout), l.events[:0])
-	l.tracePoll(start, len(evs))
+	end = l.tracePoll(start, len(evs))
 	if err != nil {
 		// The poller itself failed (not an fd): nothing sensible can go on.
 		panic(os.NewSyscallError("weft: poller", err))
@@ -209,6 +209,7 @@ func (l *loop) pollKernel(timeout int64) {
 			l.opDone(c)
 		}
 	}
+	return end
 }
 
 // awaitOp submits op, prepared for fd in direction m, to t's loop's ring

@@ -384,10 +384,12 @@ func (l *loop) pick() *Task {
 func (l *loop) pollNow() {
 	wakes := l.wakes
 	defer func() { l.lookWakes += l.wakes - wakes }()
+	var now int64
 	if l.fds.waiting > 0 {
-		l.pollKernel(0)
+		now = l.pollKernel(0)
+	} else {
+		now = l.clock.Nanotime()
 	}
-	now := l.clock.Nanotime()
 	if l.timers.len() > 0 || l.batchq.len() > 0 {
 		l.fireTimersAt(now)
 		l.checkBatchDue(now)
@@ -663,19 +665,21 @@ func (l *loop) sleep() {
 	if l.locked {
 		l.yieldLocked()
 	}
+	var now int64
 	if inGo {
 		l.parkInGo(timeout)
+		now = l.clock.Nanotime()
 	} else {
-		l.pollKernel(timeout)
+		now = l.pollKernel(timeout)
 	}
 	l.sleeping.Store(false)
 	// A sleep is a look: the kernel and the inbox were just read, so the
 	// first slow Checkpoint or ready result after it need not look again
 	// (see spendSlow). Without this, a loop that sleeps between bursts
 	// made a non-blocking epoll_wait at the start of almost every burst.
-	l.lookedAt = l.clock.Nanotime()
+	l.lookedAt = now
 	if l.timers.len() > 0 {
-		l.fireTimers()
+		l.fireTimersAt(now)
 	}
 }
 

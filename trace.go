@@ -241,17 +241,19 @@ func (l *loop) traceFrom(src wtrace.Source) { l.obs.tr.src = src }
 // tracePollStart returns the start time of a poll of the kernel.
 func (l *loop) tracePollStart() int64 { return l.clock.Nanotime() }
 
-// tracePoll records a poll of the kernel that began at start.
-func (l *loop) tracePoll(start int64, events int) {
+// tracePoll records a poll of the kernel that began at start, and returns
+// when it ended.
+func (l *loop) tracePoll(start int64, events int) (end int64) {
 	tr := &l.obs.tr
 	tr.src = wtrace.FromFD // the wakes that follow
-	end := l.clock.Nanotime()
+	end = l.clock.Nanotime()
 	l.obs.polls.Add(1)
 	l.obs.pollNs.Add(end - start)
 	if tr.b != nil {
 		tr.haveTs = false
 		tr.b.Poll(start, end, events)
 	}
+	return end
 }
 
 // traceSteal records that the loop took n tasks handed over by victim.

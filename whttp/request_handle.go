@@ -227,9 +227,32 @@ func (c *conn) endRequest() {
 	}
 }
 
+// handleChunk is how many request handles are made in one allocation
+// (see beginRequest).
+const handleChunk = 16
+
 // beginRequest starts request number c.gen+1 and returns its handle.
+//
+// A handle cannot be reused (a handler may keep its context after the
+// request), so each request takes a new one; they are made handleChunk at
+// a time, into the request state (which the connection holds while a
+// request is served, and which goes back to its pool between requests),
+// so that a request costs no allocation of its own for it. The price: a
+// chunk lives while any of its handles is referred to, and its used
+// handles refer to their connections, so a pooled state may keep up to
+// handleChunk-1 ended connections' records until its chunk is used up or
+// the pool drops it (at most two collections later).
 func (c *conn) beginRequest() *reqHandle {
-	h := &reqHandle{c: c, gen: c.gen + 1}
+	var h *reqHandle
+	if st := c.st; st != nil && !checkRetention {
+		if len(st.handles) == 0 {
+			st.handles = make([]reqHandle, handleChunk)
+		}
+		h, st.handles = &st.handles[0], st.handles[1:]
+		h.c, h.gen = c, c.gen+1
+	} else {
+		h = &reqHandle{c: c, gen: c.gen + 1}
+	}
 	c.mu.Lock()
 	c.gen = h.gen
 	c.active = true

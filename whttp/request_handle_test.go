@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,50 @@ func TestDrainTimeoutIsTheRequestContextsCause(t *testing.T) {
 	ts.stop(t)
 	if err := <-cause; err == nil || !strings.Contains(err.Error(), "drain timeout") {
 		t.Fatalf("cause %v, want the drain timeout", err)
+	}
+}
+
+// A keep-alive request allocates nothing of the server's own: its handle
+// (the ResponseWriter and r.Context()) comes from a chunk made for many
+// requests, its state from a pool. The handler here writes a body and
+// sets no header, and the client is a raw connection that allocates
+// nothing per request, so the process's allocations are the server's.
+// (Under the race detector, sync.Pool drops some of what it is given.)
+func TestAKeepAliveRequestAllocatesNothingOfItsOwn(t *testing.T) {
+	if raceEnabled || whttp.CheckRetention {
+		t.Skip("sync.Pool drops states under the race detector; the retention check allocates on purpose")
+	}
+	ts := startServer(t, &whttp.Server{Handler: whttp.HandlerFunc(func(t *weft.Task, w http.ResponseWriter, r *http.Request) {
+		w.Write(hello) // a []byte conversion here would be the handler's allocation
+	})})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte("GET /plaintext HTTP/1.1\r\nHost: " + ts.addr + "\r\n\r\n")
+	c.Write(req)
+	first := make([]byte, 4096)
+	n, err := c.Read(first)
+	if err != nil || !strings.HasSuffix(string(first[:n]), "hello") {
+		t.Fatalf("first response %q, %v", first[:n], err)
+	}
+	buf := make([]byte, n) // every response is as long (its Date too)
+	const rounds = 3200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range rounds {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := float64(after.Mallocs-before.Mallocs) / rounds; per > 0.25 {
+		t.Fatalf("%.2f allocations per keep-alive request, want about 1/16 (a chunk of handles)", per)
+	} else {
+		t.Logf("%.3f allocations per request", per)
 	}
 }

@@ -51,6 +51,8 @@ type reqState struct {
 	alloc headAlloc
 	te    [1]string
 	resp  response
+	// handles are request handles not handed out yet (beginRequest).
+	handles []reqHandle
 	// prevHead is the last head read into this state, as a string: an
 	// identical head (a keep-alive client repeating its request) reuses
 	// it rather than copying the bytes again. Strings are immutable, so

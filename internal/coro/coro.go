@@ -11,6 +11,8 @@
 // called Resume is the only one Suspend can switch back to.
 //
 // A Coro is not safe for concurrent use; its owner serialises every call.
+// The owner is a Thread, which records the Coro it runs at each switch:
+// that record is how Current tells which Coro, if any, calls it.
 package coro
 
 import (

@@ -158,14 +158,19 @@ type loop struct {
 	kaParked   *Task         // loop-owned: tasks parked on a keepAliveSource (park.go)
 	hungry     atomic.Bool   // asleep with nothing to run: a busy loop may hand it work (handover.go)
 
-	// The thread of control, for the owner checks (owner.go): the
-	// coroutine running for the loop now (nil: the loop's goroutine,
-	// loopG). Written only when ownerChecks is on, by the loop; atomic,
-	// because the check that catches a wrong-goroutine access reads them
-	// from that wrong goroutine.
-	thread  atomic.Pointer[coro.Coro]
+	// loopG is the loop's goroutine while it runs, for the owner checks
+	// (owner.go; written only when ownerChecks is on, atomic because the
+	// check that catches a wrong-goroutine access reads it from that wrong
+	// goroutine).
 	loopG   atomic.Uintptr
 	preempt atomic.Uint32 // the running task's next Checkpoint must look (inbox)
+
+	// The thread of control: the coroutine running for the loop now
+	// (nil: the loop's goroutine), set and restored around every switch
+	// (switchTo). coro.Current reads it from any goroutine to find the
+	// caller's coroutine, and the owner checks to find who may touch the
+	// loop's state. Registered from newLoop until the Run closes.
+	thread coro.Thread
 }
 
 func newLoop(rs *runState, id int, o options) (*loop, error) {
@@ -187,6 +192,7 @@ func newLoop(rs *runState, id int, o options) (*loop, error) {
 	if l.interval <= 0 {
 		l.interval = int64(DefaultSwitchInterval)
 	}
+	l.thread.Register()
 	return l, nil
 }
 

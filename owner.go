@@ -13,7 +13,9 @@ package weft
 //
 // The thread of control is tracked in loop.thread: resume sets it to the
 // coroutine it switches to and restores it when the coroutine switches
-// back, so it follows the nesting loop -> driver -> task exactly.
+// back, so it follows the nesting loop -> driver -> task exactly. It is
+// kept in every build, since coro.Current answers from it which task
+// calls; loopG only for the checks.
 
 import (
 	"strconv"
@@ -28,7 +30,7 @@ func (l *loop) assertOwner(what string) {
 		return
 	}
 	var want uintptr
-	if c := l.thread.Load(); c != nil {
+	if c := l.thread.Running(); c != nil {
 		want = c.G()
 	} else {
 		want = l.loopG.Load()
@@ -53,29 +55,28 @@ func (rs *runState) assertRunLocked(what string) {
 	}
 }
 
-// switchTo records that l's thread of control moves to c (nil: the loop's
-// goroutine) and returns the previous one, for switchBack.
+// switchTo records that l's thread of control moves to c, which the
+// caller is about to start, resume or close, and returns the previous one
+// (nil: the loop's goroutine), for switchBack. It costs an atomic swap, as
+// switchBack an atomic store.
 func (l *loop) switchTo(c *coro.Coro) *coro.Coro {
-	if !ownerChecks {
-		return nil
-	}
-	return l.thread.Swap(c)
+	return l.thread.Switch(c)
 }
 
 // switchBack records that the thread of control is prev again.
 func (l *loop) switchBack(prev *coro.Coro) {
-	if ownerChecks {
-		l.thread.Store(prev)
-	}
+	l.thread.Back(prev)
 }
 
 // ownLoopGoroutine records the loop's goroutine as it starts to run, and
-// forgets it (0: no more checks) as it ends.
+// forgets it (0: no more checks) as it ends. Either way the thread of
+// control is the loop's goroutine: a Goexit that passed through a task's
+// switch skipped its switchBack.
 func (l *loop) ownLoopGoroutine(start bool) {
+	l.thread.Back(nil)
 	if !ownerChecks {
 		return
 	}
-	l.thread.Store(nil)
 	l.loopG.Store(0)
 	if start {
 		l.loopG.Store(coro.Getg())

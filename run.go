@@ -172,6 +172,7 @@ func newRunState(o options) (*runState, error) {
 		if err != nil {
 			for _, l := range rs.loops {
 				l.poller.Close()
+				l.thread.Unregister()
 			}
 			return nil, err
 		}
@@ -227,6 +228,7 @@ func (rs *runState) close() {
 	}
 	for _, l := range rs.loops {
 		l.poller.Close()
+		l.thread.Unregister()
 		if l.reserved > 0 {
 			releaseProcs(l.reserved)
 			l.reserved = 0

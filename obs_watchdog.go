@@ -199,9 +199,14 @@ func (wd *watchdog) run() {
 			if !wd.rs.obs.waitAwake(wd.stop) {
 				return
 			}
+			// A loop woke: sample it a period from now, not at once.
+			// Sampling at once found the loop asleep again more often
+			// than not where the loops leave no processor free (with
+			// GOMAXPROCS 1 the watchdog runs only while the loop sleeps
+			// in the kernel), and went back to waiting: a wake of this
+			// goroutine, another thread's, per sleep of the loop, up to
+			// one per request on a lightly loaded server.
 			timer.Reset(period)
-			now = time.Now()
-			continue
 		}
 		select {
 		case <-wd.stop:

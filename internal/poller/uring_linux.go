@@ -575,6 +575,11 @@ func (r *uring) Flush() error {
 	return r.enter(0, 0, nil)
 }
 
+// parkSlack is how close to a deadline the ring's wait switches from
+// parking in the runtime's netpoller (millisecond accuracy) to a blocking
+// io_uring_enter (nanosecond accuracy).
+const parkSlack = 2 * time.Millisecond
+
 func (r *uring) Wait(timeout time.Duration, evs []Event) ([]Event, error) {
 	clear(r.done)
 	r.done = r.done[:0]

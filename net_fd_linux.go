@@ -255,6 +255,11 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 			}
 			t.spendBudget()
 			if n == 0 {
+				if fd.closing.Load() {
+					// Closed from another goroutine between the check
+					// above and the call: its shutdown reads as an end.
+					return 0, fd.opErr("read", net.ErrClosed)
+				}
 				return 0, io.EOF
 			}
 			return n, nil
@@ -268,6 +273,9 @@ func (fd *netFD) read(t *Task, b []byte) (int, error) {
 				return 0, fd.opErr("read", err)
 			}
 			continue
+		}
+		if fd.closing.Load() {
+			return 0, fd.opErr("read", net.ErrClosed)
 		}
 		return 0, fd.opErr("read", os.NewSyscallError("read", err))
 	}
@@ -297,6 +305,11 @@ func (fd *netFD) write(t *Task, b []byte) (int, error) {
 				return written, fd.opErr("write", err)
 			}
 			continue
+		}
+		if fd.closing.Load() {
+			// Closed from another goroutine meanwhile: its shutdown made
+			// the write fail (EPIPE).
+			return written, fd.opErr("write", net.ErrClosed)
 		}
 		return written, fd.opErr("write", os.NewSyscallError("write", err))
 	}
@@ -620,6 +633,11 @@ func (ln *fdListener) accept(t *Task) (connImpl, error) {
 				return nil, fd.opErr("accept", err)
 			}
 			continue
+		}
+		if fd.closing.Load() {
+			// Closed from another goroutine between the check above and
+			// the call: its shutdown makes accept4 fail (EINVAL).
+			return nil, fd.opErr("accept", net.ErrClosed)
 		}
 		return nil, fd.opErr("accept", os.NewSyscallError("accept4", err))
 	}

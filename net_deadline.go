@@ -20,15 +20,16 @@ package weft
 // so either the setter sees the operation and posts, or the operation sees
 // the new deadline: a change is never lost.
 //
-// The timer is not taken out of the heap and put back for every operation:
-// an armed timer due before a new deadline stays (it fires early, and the
-// re-arm moves it to the deadline), and, on a real clock, one due within
-// lazyDisarm of when it was armed stays when the last operation under it
-// ends (it fires, finds no waiter, and does nothing). A server that sets a
-// short deadline before each read (whttp's keep-alive linger) so pays for
-// a timer every few milliseconds instead of two heap operations per
-// request. A stale timer keeps the Conn's memory until it fires, and
-// delays a deadlock report by as much: lazyDisarm at most.
+// The timer is not taken out of the heap and put back for every operation
+// when it is due soon: on a real clock, a timer due within lazyDisarm of
+// when it was armed stays in the heap when the last operation under it
+// ends (it fires, finds no waiter, and does nothing), and stays when a
+// later deadline comes (it fires early, and the re-arm moves it to the
+// deadline). A server that sets a short deadline before each read
+// (whttp's keep-alive linger) so pays for a timer every few milliseconds
+// instead of two heap operations per request. A stale timer keeps the
+// Conn's memory until it fires, and delays a deadlock report by as much:
+// lazyDisarm at most.
 //
 // With virtual time, the clock normally stands still while a task waits on
 // an fd or off-loop work. While an I/O deadline is armed, it does not: when
@@ -59,7 +60,7 @@ type ioDeadline struct {
 	when    atomic.Int64 // shared: the deadline, loop-clock ns; noDeadline if none
 	busy    atomic.Int32 // shared (written on the loop): tasks inside an operation
 	armed   bool         // loop-owned
-	near    bool         // loop-owned: the armed timer was due within lazyDisarm when armed (see exit)
+	lazy    bool         // loop-owned: on a real clock, the armed timer was due within lazyDisarm when armed: it may fire early (arm) or with no waiter (exit)
 	waiters []*Task      // loop-owned: those tasks; backed by one while there is one
 	one     [1]*Task     // loop-owned: the usual single task, without an allocation deep in its Read or Write
 	tm      timer        // loop-owned: armed (in the heap) while armed is true
@@ -115,8 +116,8 @@ func (d *ioDeadline) exit(l *loop, t *Task) {
 		}
 	}
 	d.busy.Add(-1)
-	if len(d.waiters) == 0 && (!d.near || l.clock.Virtual()) {
-		d.disarm(l) // a near one stays: see the top of the file
+	if len(d.waiters) == 0 && !d.lazy {
+		d.disarm(l) // a lazy one stays: see the top of the file
 	}
 }
 
@@ -124,7 +125,7 @@ func (d *ioDeadline) exit(l *loop, t *Task) {
 // on); now is the loop's clock, read by the caller.
 func (d *ioDeadline) arm(l *loop, w, now int64) {
 	if d.armed {
-		if d.tm.when == w || d.tm.when < w && !l.clock.Virtual() {
+		if d.tm.when == w || d.tm.when < w && d.lazy {
 			return // it fires first, and rearm moves it to w
 		}
 		l.timers.remove(&d.tm)
@@ -135,7 +136,7 @@ func (d *ioDeadline) arm(l *loop, w, now int64) {
 		d.tm.fn = func() { d.fire(l) }
 	}
 	d.tm.when = w
-	d.near = w-now <= lazyDisarm
+	d.lazy = w-now <= lazyDisarm && !l.clock.Virtual()
 	l.timers.push(&d.tm)
 	d.armed = true
 }
